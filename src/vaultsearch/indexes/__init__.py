@@ -1,0 +1,1 @@
+"""The three indexes and the catalog they are derived from."""

@@ -1,0 +1,67 @@
+"""The wikilink graph: notes as nodes, real links and embeds as edges.
+
+Edges come only from links written in notes. The peer whose graph was mostly
+automatic same-folder edges boosted noise; here a neighbour is a note the author
+chose to connect.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from vaultsearch.indexes.catalog import LinkRow, NoteRow
+from vaultsearch.indexing.atomic import atomic_write_json
+
+
+def build_graph(notes: Iterable[NoteRow], links: Iterable[LinkRow]) -> nx.DiGraph:
+    """Pure construction from catalog rows; deterministic node and edge order."""
+    g = nx.DiGraph()
+    by_id: dict[int, str] = {}
+    for n in sorted(notes, key=lambda n: n.path):
+        by_id[n.id] = n.path
+        g.add_node(n.path, title=n.title, tags=list(n.tags), aliases=list(n.aliases))
+    edges: Counter[tuple[str, str]] = Counter()
+    embeds: Counter[tuple[str, str]] = Counter()
+    unresolved: dict[str, Counter[str]] = {}
+    for link in links:
+        source = by_id.get(link.source_id)
+        if source is None:
+            continue
+        if link.target_path is None or link.target_path not in g:
+            unresolved.setdefault(source, Counter())[link.target] += 1
+            continue
+        if link.target_path == source:
+            continue
+        edges[(source, link.target_path)] += 1
+        if link.embed:
+            embeds[(source, link.target_path)] += 1
+    for (a, b), count in sorted(edges.items()):
+        g.add_edge(a, b, count=count, embeds=embeds.get((a, b), 0))
+    for source, targets in sorted(unresolved.items()):
+        g.nodes[source]["unresolved"] = dict(sorted(targets.items()))
+    g.graph["unresolved_links"] = sum(sum(c.values()) for c in unresolved.values())
+    return g
+
+
+def save_graph(g: nx.DiGraph, path: Path) -> None:
+    atomic_write_json(path, nx.node_link_data(g, edges="edges"))
+
+
+def load_graph(path: Path) -> nx.DiGraph:
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    g = nx.node_link_graph(data, directed=True, edges="edges")
+    assert isinstance(g, nx.DiGraph)
+    return g
+
+
+def neighbours(g: nx.DiGraph, path: str) -> list[str]:
+    """Outlinks and backlinks, each once, in a stable order."""
+    if path not in g:
+        return []
+    return sorted(set(g.successors(path)) | set(g.predecessors(path)))

@@ -1,0 +1,74 @@
+"""Dense vectors: FAISS inner product over L2-normalised vectors, keyed by chunk id.
+
+``IndexIDMap2`` lets a changed or deleted note's vectors really leave the index;
+the design this project follows left orphans behind and the index grew without bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+from vaultsearch.indexing.atomic import atomic_write_bytes
+
+
+def normalize(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    if vectors.ndim == 1:
+        vectors = vectors.reshape(1, -1)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return vectors / norms
+
+
+class VectorIndex:
+    def __init__(self, dim: int, index: faiss.Index | None = None) -> None:
+        self.dim = dim
+        self.index = index if index is not None else faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
+
+    @classmethod
+    def load(cls, path: Path) -> VectorIndex:
+        index = faiss.read_index(str(path))
+        return cls(index.d, index)
+
+    def save(self, path: Path) -> None:
+        data = faiss.serialize_index(self.index)
+        atomic_write_bytes(path, data.tobytes())
+
+    def __len__(self) -> int:
+        return int(self.index.ntotal)
+
+    def ids(self) -> np.ndarray:
+        return faiss.vector_to_array(self.index.id_map).astype(np.int64)
+
+    def add(self, ids: Sequence[int] | np.ndarray, vectors: np.ndarray) -> None:
+        if len(ids) == 0:
+            return
+        vectors = normalize(vectors)
+        if vectors.shape[1] != self.dim:
+            raise ValueError(f"vector dimension {vectors.shape[1]} != index dimension {self.dim}")
+        self.index.add_with_ids(vectors, np.asarray(ids, dtype=np.int64))
+
+    def remove(self, ids: Sequence[int] | np.ndarray) -> int:
+        if len(ids) == 0:
+            return 0
+        return int(self.index.remove_ids(np.asarray(ids, dtype=np.int64)))
+
+    def search(
+        self, query: np.ndarray, k: int, allowed: np.ndarray | None = None
+    ) -> list[tuple[int, float]]:
+        """Top-k (chunk id, cosine) pairs; ``allowed`` restricts the search inside FAISS
+        so that a filtered query still gets k results when k exist."""
+        if self.index.ntotal == 0 or k <= 0:
+            return []
+        params = None
+        if allowed is not None:
+            if len(allowed) == 0:
+                return []
+            params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(allowed.astype(np.int64)))
+        k = min(k, int(self.index.ntotal))
+        scores, ids = self.index.search(normalize(query), k, params=params)
+        return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i != -1]

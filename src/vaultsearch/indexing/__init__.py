@@ -1,0 +1,1 @@
+"""Turning a vault into indexes: scanning, parsing, chunking, link resolution."""

@@ -1,0 +1,147 @@
+"""What changed since the last run: added, modified, moved, deleted, unchanged.
+
+Size and mtime decide cheaply that a file is unchanged; the content hash confirms a
+change and recognises a renamed note, whose chunks and vectors then simply move.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from vaultsearch.indexing.scan import FileInfo
+
+_BINARY_SNIFF = 8192
+
+
+@dataclass(slots=True)
+class FileText:
+    info: FileInfo
+    text: str
+    content_hash: str
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ChangePlan:
+    changed: list[FileText] = field(default_factory=list)
+    """New and modified notes, to parse and chunk."""
+    moved: list[tuple[int, str, FileText]] = field(default_factory=list)
+    """(note id, old path, file at its new path) with content identical to the old."""
+    deleted: list[tuple[int, str]] = field(default_factory=list)
+    touched: list[tuple[int, int]] = field(default_factory=list)
+    """(note id, new mtime): content unchanged, only the mtime moved."""
+    failed: dict[str, tuple[str, int, int]] = field(default_factory=dict)
+    """path -> (reason, mtime_ns, size), for files tried in this run."""
+    still_failed: int = 0
+    gone_failures: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    new_paths: set[str] = field(default_factory=set)
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.changed
+            or self.moved
+            or self.deleted
+            or self.touched
+            or self.failed
+            or self.gone_failures
+        )
+
+
+def read_text(info: FileInfo, max_size: int) -> FileText | str:
+    """The decoded file, or the reason it cannot be indexed."""
+    if info.size > max_size:
+        return f"file is {info.size} bytes, over vault.max_file_size ({max_size})"
+    try:
+        data = info.abs_path.read_bytes()
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
+    if b"\x00" in data[:_BINARY_SNIFF]:
+        return "binary file (NUL bytes)"
+    digest = hashlib.sha256(data).hexdigest()
+    warnings = []
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        text, encoding = _decode_legacy(data)
+        warnings.append(f"not valid UTF-8 (first bad byte at {exc.start}); read as {encoding}")
+    return FileText(info, text, digest, warnings)
+
+
+def _decode_legacy(data: bytes) -> tuple[str, str]:
+    """Notes from old Windows editors are usually cp1252; latin-1 decodes anything."""
+    try:
+        return data.decode("cp1252"), "Windows-1252"
+    except UnicodeDecodeError:
+        return data.decode("latin-1"), "Latin-1"
+
+
+def plan_changes(
+    scanned: dict[str, FileInfo],
+    known: dict[str, tuple[int, str, int, int]],
+    failures: dict[str, tuple[str, int, int]],
+    max_size: int,
+    reparse_all: bool = False,
+) -> ChangePlan:
+    """Compare the files on disk with the catalog; pure but for reading changed files."""
+    plan = ChangePlan()
+    candidates: list[FileText] = []
+    for path, info in scanned.items():
+        old = known.get(path)
+        prior_failure = failures.get(path)
+        same_failure = prior_failure and (prior_failure[1], prior_failure[2]) == (
+            info.mtime_ns,
+            info.size,
+        )
+        if same_failure and not reparse_all:
+            plan.still_failed += 1
+            continue
+        if old and not reparse_all and (old[2], old[3]) == (info.size, info.mtime_ns):
+            plan.unchanged += 1
+            continue
+        result = read_text(info, max_size)
+        if isinstance(result, str):
+            plan.failed[path] = (result, info.mtime_ns, info.size)
+            continue
+        if old and not reparse_all and old[1] == result.content_hash:
+            plan.touched.append((old[0], info.mtime_ns))
+            plan.unchanged += 1
+            continue
+        candidates.append(result)
+
+    gone = {p: v for p, v in known.items() if p not in scanned or p in plan.failed}
+    by_hash: dict[str, list[str]] = {}
+    for path in sorted(gone):
+        if path in plan.failed:
+            continue
+        by_hash.setdefault(gone[path][1], []).append(path)
+    for ft in candidates:
+        old_paths = by_hash.get(ft.content_hash) if ft.info.path not in known else None
+        if old_paths:
+            old_path = old_paths.pop(0)
+            plan.moved.append((gone.pop(old_path)[0], old_path, ft))
+        else:
+            plan.changed.append(ft)
+            if ft.info.path not in known:
+                plan.new_paths.add(ft.info.path)
+    plan.deleted = sorted(((v[0], p) for p, v in gone.items()), key=lambda x: x[1])
+    plan.gone_failures = sorted(p for p in failures if p not in scanned)
+    return plan
+
+
+def describe_plan(plan: ChangePlan) -> list[str]:
+    parts = []
+    new = len(plan.new_paths)
+    modified = len(plan.changed) - new
+    for count, word in (
+        (new, "new"),
+        (modified, "modified"),
+        (len(plan.moved), "moved"),
+        (len(plan.deleted), "deleted"),
+        (len(plan.failed), "unreadable"),
+    ):
+        if count:
+            parts.append(f"{count} file{'s' if count != 1 else ''} {word}")
+    return parts

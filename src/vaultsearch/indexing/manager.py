@@ -1,0 +1,472 @@
+"""The IndexManager: parse every changed note and fan it out to the three indexes.
+
+Every batch is committed in one order: the catalog transaction first (the source of
+truth), then FAISS, Tantivy and the graph, then the manifest and the state file.
+A crash at any point leaves a catalog that is ahead of, or equal to, the derived
+indexes, and the next open brings them level from the catalog without the model.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from vaultsearch.config import Config
+from vaultsearch.embedding import Embedder, text_hash
+from vaultsearch.errors import IndexBusyError
+from vaultsearch.indexes.catalog import Catalog
+from vaultsearch.indexes.graph import build_graph, save_graph
+from vaultsearch.indexes.keywords import KeywordDoc, KeywordIndex
+from vaultsearch.indexes.vectors import VectorIndex, normalize
+from vaultsearch.indexing.changes import ChangePlan, FileText, describe_plan, plan_changes
+from vaultsearch.indexing.chunker import chunk_note
+from vaultsearch.indexing.layout import IndexLayout
+from vaultsearch.indexing.links import LinkResolver
+from vaultsearch.indexing.lock import WriterLock
+from vaultsearch.indexing.manifest import (
+    expected_manifest,
+    manifest_differences,
+    read_manifest,
+    read_state,
+    rebuild_scope,
+    write_manifest,
+    write_state,
+)
+from vaultsearch.indexing.progress import Progress, SilentProgress
+from vaultsearch.indexing.scan import FileInfo, IgnoreRules, scan_vault
+from vaultsearch.models import Chunk, ParsedNote
+from vaultsearch.parsers import ParserRegistry
+
+BATCH_FILES = 256
+EMBED_BATCH = 128
+PENDING_REBUILD = "rebuild_pending"
+
+
+@dataclass
+class IndexSummary:
+    added: int = 0
+    updated: int = 0
+    moved: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    failed: dict[str, str] = field(default_factory=dict)
+    chunks_embedded: int = 0
+    chunks_written: int = 0
+    seconds: float = 0.0
+    repaired: list[str] = field(default_factory=list)
+    rebuild_reasons: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "added": self.added,
+            "updated": self.updated,
+            "moved": self.moved,
+            "removed": self.removed,
+            "unchanged": self.unchanged,
+            "failed": dict(sorted(self.failed.items())),
+            "chunks_embedded": self.chunks_embedded,
+            "chunks_written": self.chunks_written,
+            "chunks_per_second": round(self.chunks_written / self.seconds, 1)
+            if self.seconds
+            else 0.0,
+            "seconds": round(self.seconds, 3),
+            "repaired": self.repaired,
+            "rebuild_reasons": self.rebuild_reasons,
+        }
+
+
+@dataclass
+class IndexCheck:
+    status: str
+    """``current``, ``update`` or ``rebuild``."""
+    reasons: list[str] = field(default_factory=list)
+    manifest_changes: list[str] = field(default_factory=list)
+    changed_files: int = 0
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.status == "current" else 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "reasons": self.reasons,
+            "manifest_changes": self.manifest_changes,
+            "changed_files": self.changed_files,
+        }
+
+
+@dataclass(slots=True)
+class _Prepared:
+    file: FileText
+    note: ParsedNote
+    chunks: list[Chunk]
+    hashes: list[str]
+    date: float
+
+
+class IndexManager:
+    def __init__(
+        self,
+        vault: Path,
+        index_dir: Path,
+        config: Config,
+        embedder: Embedder | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.vault = vault
+        self.config = config
+        self.layout = IndexLayout(index_dir)
+        self.parsers = ParserRegistry(config.parsers)
+        self.rules = IgnoreRules(vault, config.vault.exclude, index_dir)
+        self.embedder = embedder or Embedder(config.embedding)
+        self.progress = progress or SilentProgress()
+        self.lock = WriterLock(self.layout.lock)
+
+    # --- read-only questions -------------------------------------------------
+    def scan(self) -> dict[str, FileInfo]:
+        return scan_vault(self.vault, self.rules, self.parsers)
+
+    def check(self) -> IndexCheck:
+        """Is the index current? Never loads the model and never writes."""
+        expected = expected_manifest(self.config)
+        if not self.layout.exists():
+            return IndexCheck("rebuild", ["no index has been built yet"])
+        changes = manifest_differences(read_manifest(self.layout.root), expected)
+        if changes:
+            return IndexCheck("rebuild", [f"manifest field changed: {c}" for c in changes], changes)
+        catalog = Catalog(self.layout.catalog, readonly=True)
+        try:
+            if catalog.get_meta(PENDING_REBUILD) == "1":
+                return IndexCheck("rebuild", ["an earlier rebuild was interrupted"])
+            plan = plan_changes(
+                self.scan(),
+                catalog.file_states(),
+                catalog.failures(),
+                self.config.vault.max_file_size,
+            )
+            state = read_state(self.layout.root) or {}
+            behind = state.get("generation") != catalog.generation
+        finally:
+            catalog.close()
+        reasons = describe_plan(plan)
+        if behind:
+            reasons.append("derived indexes are behind the catalog (an interrupted run)")
+        n = len(plan.changed) + len(plan.moved) + len(plan.deleted) + len(plan.failed)
+        return IndexCheck("update" if reasons else "current", reasons, [], n)
+
+    # --- writing --------------------------------------------------------------
+    def update(self, full: bool = False) -> IndexSummary:
+        if not self.lock.acquire():
+            raise IndexBusyError(
+                f"Another vaultsearch process is writing the index at {self.layout.root}.",
+                fix="wait for it to finish, or stop the other 'vaultsearch index/watch/mcp'",
+            )
+        catalog = Catalog(self.layout.catalog)
+        try:
+            return self._update(catalog, full)
+        finally:
+            catalog.close()
+            self.lock.release()
+
+    def _update(self, catalog: Catalog, full: bool) -> IndexSummary:
+        t0 = time.perf_counter()
+        summary = IndexSummary()
+        dim = self.embedder.dimension
+        manifest = expected_manifest(self.config, dim)
+        old = read_manifest(self.layout.root)
+        fresh = old is None and catalog.count("notes") == 0
+        changes = [] if fresh else manifest_differences(old, manifest)
+        scope = {"notes", "vectors", "keywords", "graph"} if full else rebuild_scope(changes)
+        summary.rebuild_reasons = ["--full"] if full else changes
+        reparse_all = "notes" in scope or catalog.get_meta(PENDING_REBUILD) == "1"
+        if reparse_all:
+            with catalog.transaction():
+                catalog.set_meta(PENDING_REBUILD, "1")
+
+        vectors = self._open_vectors(catalog, dim, "vectors" in scope, summary)
+        keywords = self._open_keywords(catalog, "keywords" in scope, reparse_all, summary)
+
+        plan = plan_changes(
+            self.scan(),
+            catalog.file_states(),
+            catalog.failures(),
+            self.config.vault.max_file_size,
+            reparse_all=reparse_all,
+        )
+        summary.unchanged = plan.unchanged
+        state_ok = (read_state(self.layout.root) or {}).get("generation") == catalog.generation
+        if plan.empty and not reparse_all and not summary.repaired and state_ok:
+            if old != manifest:
+                write_manifest(self.layout.root, manifest)
+            summary.seconds = time.perf_counter() - t0
+            return summary
+
+        self.progress.start(len(plan.changed) + len(plan.moved))
+        try:
+            batches = [plan.changed[i : i + BATCH_FILES] for i in range(0, len(plan.changed), BATCH_FILES)]
+            for n, batch in enumerate(batches or [[]]):
+                self._commit_batch(
+                    catalog, vectors, keywords, plan if n == 0 else None, batch, summary,
+                    last=n == max(len(batches) - 1, 0), reparse_all=reparse_all, manifest=manifest,
+                )  # fmt: skip
+        finally:
+            self.progress.finish()
+        summary.seconds = time.perf_counter() - t0
+        return summary
+
+    def _commit_batch(
+        self,
+        catalog: Catalog,
+        vectors: VectorIndex,
+        keywords: KeywordIndex,
+        plan: ChangePlan | None,
+        batch: Sequence[FileText],
+        summary: IndexSummary,
+        *,
+        last: bool,
+        reparse_all: bool,
+        manifest: dict[str, Any],
+    ) -> None:
+        prepared: list[_Prepared] = []
+        failed_now: list[tuple[FileText, str]] = []
+        for ft in batch:
+            result = self._prepare(ft)
+            if isinstance(result, str):
+                failed_now.append((ft, result))
+                summary.failed[ft.info.path] = result
+            else:
+                prepared.append(result)
+        self._embed_missing(catalog, prepared, summary)
+
+        removed_ids: list[int] = []
+        added_ids: list[int] = []
+        stale_paths: list[str] = []
+        docs: list[KeywordDoc] = []
+        with catalog.transaction():
+            if plan is not None:
+                stale_paths += self._apply_plan_moves(catalog, plan, removed_ids, summary)
+            for p in prepared:
+                existed = catalog.note_by_path(p.note.path) is not None
+                note_id = catalog.upsert_note(
+                    p.note, p.file.content_hash, p.file.info.mtime_ns, p.file.info.size, p.date
+                )
+                old_ids, new_ids = catalog.replace_chunks(note_id, p.chunks, p.hashes)
+                catalog.replace_links(note_id, p.note.links)
+                catalog.clear_failure(p.note.path)
+                removed_ids += old_ids
+                added_ids += new_ids
+                stale_paths.append(p.note.path)
+                docs += _keyword_docs(p.note, p.chunks, new_ids)
+                if existed:
+                    summary.updated += 1
+                else:
+                    summary.added += 1
+            for ft, reason in failed_now:
+                old_note = catalog.note_by_path(ft.info.path)
+                if old_note is not None:
+                    removed_ids += catalog.delete_note(old_note.id)
+                    stale_paths.append(ft.info.path)
+                catalog.set_failure(ft.info.path, reason, ft.info.mtime_ns, ft.info.size)
+            _resolve_links(catalog)
+            if last and reparse_all:
+                catalog.db.execute("DELETE FROM meta WHERE key=?", (PENDING_REBUILD,))
+            generation = catalog.bump_generation()
+        if plan is not None:
+            docs += self._moved_docs(catalog, plan)
+        summary.chunks_written += len(added_ids)
+
+        vectors.remove(removed_ids)
+        vectors.add(added_ids, catalog.vectors_by_ids(self.embedder.model_id, vectors.dim, added_ids))
+        keywords.delete_paths(stale_paths)
+        keywords.add(docs)
+        self._commit_derived(catalog, vectors, keywords, generation, manifest, summary)
+        self.progress.advance(files=len(batch) + (len(plan.moved) if plan else 0))
+
+    def _apply_plan_moves(
+        self, catalog: Catalog, plan: ChangePlan, removed_ids: list[int], summary: IndexSummary
+    ) -> list[str]:
+        """Deletes, moves, touches and failures: the part of a plan that needs no parsing."""
+        stale = []
+        for note_id, path in plan.deleted:
+            removed_ids += catalog.delete_note(note_id)
+            stale.append(path)
+            summary.removed += 1
+        for note_id, old_path, ft in plan.moved:
+            parser = self.parsers.parser_for(ft.info.path)
+            title = parser.parse(ft.info.path, ft.text).title if parser else None
+            catalog.move_note(note_id, ft.info.path, ft.info.mtime_ns, title)
+            stale += [old_path, ft.info.path]
+            summary.moved += 1
+        for note_id, mtime_ns in plan.touched:
+            catalog.touch_note(note_id, mtime_ns)
+        for path, (reason, mtime_ns, size) in plan.failed.items():
+            catalog.set_failure(path, reason, mtime_ns, size)
+            summary.failed[path] = reason
+        for path in plan.gone_failures:
+            catalog.clear_failure(path)
+        return stale
+
+    def _moved_docs(self, catalog: Catalog, plan: ChangePlan) -> list[KeywordDoc]:
+        docs: list[KeywordDoc] = []
+        for _, _, ft in plan.moved:
+            row = catalog.note_by_path(ft.info.path)
+            if row is None:
+                continue
+            for c in catalog.chunks_of(row.id):
+                docs.append(
+                    KeywordDoc(c.id, row.path, row.title, row.aliases, c.heading_path, row.tags, c.text)
+                )
+        return docs
+
+    def _prepare(self, ft: FileText) -> _Prepared | str:
+        """The parsed and chunked note, or the reason it could not be."""
+        path = ft.info.path
+        parser = self.parsers.parser_for(path)
+        if parser is None:
+            return "no parser for this file type"
+        try:
+            note = parser.parse(path, ft.text)
+            chunks = chunk_note(note, self.config.chunking.size, self.config.chunking.overlap)
+        except Exception as exc:  # a parser bug must not abort the batch
+            return f"parser error: {type(exc).__name__}: {exc}"
+        if ft.warnings:
+            note = _with_warnings(note, ft.warnings)
+        date = note.date.timestamp() if note.date else ft.info.mtime_ns / 1e9
+        return _Prepared(ft, note, chunks, [text_hash(c.embed_text) for c in chunks], date)
+
+    def _embed_missing(
+        self, catalog: Catalog, prepared: Sequence[_Prepared], summary: IndexSummary
+    ) -> None:
+        """Embed only texts the cache lacks; each sub-batch is committed at once, so an
+        interrupted run never pays for the same chunk again."""
+        wanted: dict[str, str] = {}
+        for p in prepared:
+            for h, c in zip(p.hashes, p.chunks, strict=True):
+                wanted.setdefault(h, c.embed_text)
+        cached = catalog.cached_hashes(self.embedder.model_id, wanted)
+        missing = [(h, t) for h, t in wanted.items() if h not in cached]
+        for start in range(0, len(missing), EMBED_BATCH):
+            part = missing[start : start + EMBED_BATCH]
+            vecs = normalize(self.embedder.embed_texts([t for _, t in part]))
+            with catalog.transaction():
+                catalog.put_embeddings(
+                    self.embedder.model_id, zip((h for h, _ in part), vecs, strict=True)
+                )
+            summary.chunks_embedded += len(part)
+            self.progress.advance(chunks=len(part))
+
+    # --- derived indexes ------------------------------------------------------
+    def _open_vectors(
+        self, catalog: Catalog, dim: int, reset: bool, summary: IndexSummary
+    ) -> VectorIndex:
+        if reset:
+            return VectorIndex(dim)
+        try:
+            vectors = VectorIndex.load(self.layout.vectors)
+            if vectors.dim != dim:
+                raise ValueError(f"dimension {vectors.dim} != {dim}")
+        except Exception:
+            vectors = VectorIndex(dim)
+        if sync_vectors(catalog, vectors, self.embedder.model_id):
+            summary.repaired.append("vectors: brought level with the catalog")
+        return vectors
+
+    def _open_keywords(
+        self, catalog: Catalog, reset: bool, reparse_all: bool, summary: IndexSummary
+    ) -> KeywordIndex:
+        stemming = self.config.keyword.stemming
+        state = read_state(self.layout.root) or {}
+        in_step = state.get("generation") == catalog.generation
+        try:
+            keywords = None if reset else KeywordIndex(self.layout.keywords, stemming)
+        except Exception:
+            keywords = None
+        if keywords is not None and in_step and len(keywords) == catalog.count("chunks"):
+            return keywords
+        if keywords is not None and not reset and catalog.count("chunks"):
+            summary.repaired.append("keywords: rebuilt from the catalog")
+        keywords = KeywordIndex.recreate(self.layout.keywords, stemming)
+        if not reparse_all:
+            keywords.add(all_keyword_docs(catalog))
+        keywords.commit()
+        return keywords
+
+    def _commit_derived(
+        self,
+        catalog: Catalog,
+        vectors: VectorIndex,
+        keywords: KeywordIndex,
+        generation: int,
+        manifest: dict[str, Any],
+        summary: IndexSummary,
+    ) -> None:
+        vectors.save(self.layout.vectors)
+        keywords.commit()
+        graph = build_graph(catalog.notes(), catalog.links())
+        save_graph(graph, self.layout.graph)
+        write_manifest(self.layout.root, manifest)
+        write_state(
+            self.layout.root,
+            {
+                "generation": generation,
+                "notes": catalog.count("notes"),
+                "chunks": catalog.count("chunks"),
+                "vectors": len(vectors),
+                "keyword_docs": len(keywords),
+                "links": graph.number_of_edges(),
+                "unresolved_links": graph.graph.get("unresolved_links", 0),
+                "last_indexed": datetime.now(UTC).isoformat(timespec="seconds"),
+                "last_run": summary.to_dict(),
+            },
+        )
+
+
+def sync_vectors(catalog: Catalog, vectors: VectorIndex, model: str) -> bool:
+    """Make FAISS hold exactly the catalog's chunk ids, using cached vectors only."""
+    want = {r[0] for r in catalog.db.execute("SELECT id FROM chunks")}
+    have = set(vectors.ids().tolist())
+    extra, missing = sorted(have - want), sorted(want - have)
+    if not extra and not missing:
+        return False
+    vectors.remove(extra)
+    vectors.add(missing, catalog.vectors_by_ids(model, vectors.dim, missing))
+    return True
+
+
+def all_keyword_docs(catalog: Catalog) -> Iterable[KeywordDoc]:
+    notes = {n.id: n for n in catalog.notes()}
+    for c in catalog.chunks():
+        n = notes[c.note_id]
+        yield KeywordDoc(c.id, n.path, n.title, n.aliases, c.heading_path, n.tags, c.text)
+
+
+def _keyword_docs(note: ParsedNote, chunks: Sequence[Chunk], ids: Sequence[int]) -> list[KeywordDoc]:
+    return [
+        KeywordDoc(i, note.path, note.title, note.aliases, c.heading_path, note.tags, c.text)
+        for c, i in zip(chunks, ids, strict=True)
+    ]
+
+
+def _resolve_links(catalog: Catalog) -> None:
+    """Re-resolve every link: adding or removing one note can change where others point."""
+    notes = catalog.notes()
+    resolver = LinkResolver((n.path, n.aliases) for n in notes)
+    path_of = {n.id: n.path for n in notes}
+    updates = []
+    for link in catalog.links():
+        target = resolver.resolve(link.target, path_of.get(link.source_id))
+        if target != link.target_path:
+            updates.append((target, link.source_id, link.target))
+    if updates:
+        catalog.set_link_targets(updates)
+
+
+def _with_warnings(note: ParsedNote, warnings: list[str]) -> ParsedNote:
+    from dataclasses import replace
+
+    return replace(note, warnings=tuple(note.warnings) + tuple(warnings))

@@ -1,0 +1,95 @@
+"""The manifest: what shapes an index, and whether the current code and config agree.
+
+It is deterministic on purpose (no timestamps, no counters: those live in the state
+file), so a manifest committed to git says exactly which code and settings built an
+index, and CI can key a cache on it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from vaultsearch.config import Config
+from vaultsearch.embedding import model_dimension, model_id
+from vaultsearch.indexes.keywords import tokenizer_name
+from vaultsearch.indexing.atomic import atomic_write_json
+
+SPEC_VERSION = 1
+"""Bumped whenever parsing, chunking or the on-disk format changes what an index holds."""
+
+MANIFEST_NAME = "index.manifest.json"
+STATE_NAME = "index.state.json"
+
+
+def expected_manifest(config: Config, dimension: int | None = None) -> dict[str, Any]:
+    return {
+        "spec_version": SPEC_VERSION,
+        "embedding": {
+            "model": model_id(config.embedding.model),
+            "dimension": dimension if dimension is not None else model_dimension(
+                config.embedding.model
+            ),
+        },
+        "parsers": dict(config.parsers),
+        "chunking": {"size": config.chunking.size, "overlap": config.chunking.overlap},
+        "keyword": {"tokenizer": tokenizer_name(config.keyword.stemming)},
+    }
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict) and not (prefix == "parsers"):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix: value}
+
+
+def manifest_differences(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
+    """Human-readable field changes; empty when the index needs no rebuild."""
+    if old is None:
+        return ["no manifest: the index has not been built"]
+    a, b = _flatten(old), _flatten(new)
+    changes = []
+    for key in sorted(set(a) | set(b)):
+        if a.get(key) != b.get(key):
+            changes.append(f"{key}: {json.dumps(a.get(key))} -> {json.dumps(b.get(key))}")
+    return changes
+
+
+def rebuild_scope(changes: list[str]) -> set[str]:
+    """Which indexes a manifest change invalidates, so a tokenizer change does not re-chunk."""
+    scope: set[str] = set()
+    for change in changes:
+        key = change.split(":", 1)[0]
+        if key.startswith("keyword."):
+            scope.add("keywords")
+        else:
+            scope.update({"notes", "vectors", "keywords", "graph"})
+    return scope
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def read_manifest(index_dir: Path) -> dict[str, Any] | None:
+    return read_json(index_dir / MANIFEST_NAME)
+
+
+def write_manifest(index_dir: Path, manifest: dict[str, Any]) -> None:
+    atomic_write_json(index_dir / MANIFEST_NAME, manifest)
+
+
+def read_state(index_dir: Path) -> dict[str, Any] | None:
+    return read_json(index_dir / STATE_NAME)
+
+
+def write_state(index_dir: Path, state: dict[str, Any]) -> None:
+    atomic_write_json(index_dir / STATE_NAME, state)

@@ -1,0 +1,99 @@
+"""Progress of an indexing run: a rich bar on a terminal, plain log lines elsewhere."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Protocol, TextIO
+
+
+class Progress(Protocol):
+    def start(self, files: int) -> None: ...
+    def advance(self, files: int = 0, chunks: int = 0) -> None: ...
+    def finish(self) -> None: ...
+
+
+class SilentProgress:
+    def start(self, files: int) -> None:
+        pass
+
+    def advance(self, files: int = 0, chunks: int = 0) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+class LogProgress:
+    """For CI logs and pipes: a line every few seconds, never a redraw."""
+
+    def __init__(self, stream: TextIO = sys.stderr, every: float = 5.0) -> None:
+        self.stream, self.every = stream, every
+        self.files = self.chunks = self.total = 0
+        self.t0 = self.last = 0.0
+
+    def start(self, files: int) -> None:
+        self.total, self.t0 = files, time.monotonic()
+        self.last = self.t0
+        print(f"indexing {files} changed files", file=self.stream, flush=True)
+
+    def advance(self, files: int = 0, chunks: int = 0) -> None:
+        self.files += files
+        self.chunks += chunks
+        now = time.monotonic()
+        if now - self.last >= self.every:
+            self.last = now
+            rate = self.chunks / max(now - self.t0, 1e-9)
+            print(
+                f"  {self.files}/{self.total} files, {self.chunks} chunks, {rate:.1f} chunks/s",
+                file=self.stream,
+                flush=True,
+            )
+
+    def finish(self) -> None:
+        pass
+
+
+class RichProgress:
+    def __init__(self) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+        from rich.progress import Progress as RichBar
+
+        self.bar = RichBar(
+            TextColumn("[bold]indexing"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("files · {task.fields[chunks]} chunks · {task.fields[rate]:.1f} chunks/s"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            transient=False,
+        )
+        self.task = None
+        self.chunks = 0
+        self.t0 = 0.0
+
+    def start(self, files: int) -> None:
+        self.t0 = time.monotonic()
+        self.bar.start()
+        self.task = self.bar.add_task("index", total=files, chunks=0, rate=0.0)
+
+    def advance(self, files: int = 0, chunks: int = 0) -> None:
+        self.chunks += chunks
+        rate = self.chunks / max(time.monotonic() - self.t0, 1e-9)
+        if self.task is not None:
+            self.bar.update(self.task, advance=files, chunks=self.chunks, rate=rate)
+
+    def finish(self) -> None:
+        self.bar.stop()
+
+
+def default_progress(quiet: bool = False) -> Progress:
+    if quiet:
+        return SilentProgress()
+    return RichProgress() if sys.stderr.isatty() else LogProgress()

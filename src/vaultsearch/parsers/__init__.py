@@ -1,0 +1,92 @@
+"""Which parser reads which file, decided by gitignore-style globs from the config.
+
+The mapping is ordered: the first glob that matches wins, so a user can route one folder
+to another parser ahead of the catch-all ``**/*.md``. Matching ignores case because
+vaults move between case-insensitive (macOS, Windows) and case-sensitive file systems.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+from pathspec.patterns.gitignore.basic import GitIgnoreBasicPattern
+
+from vaultsearch.models import ParsedNote
+from vaultsearch.parsers.markdown import MarkdownParser
+from vaultsearch.parsers.text import PlainTextParser
+
+__all__ = [
+    "DEFAULT_PARSER_MAP",
+    "MarkdownParser",
+    "Parser",
+    "ParserRegistry",
+    "PlainTextParser",
+]
+
+DEFAULT_PARSER_MAP: dict[str, str] = {
+    "**/*.md": "markdown",
+    "**/*.markdown": "markdown",
+    "**/*.txt": "text",
+}
+
+
+class Parser(Protocol):
+    name: str
+
+    def parse(self, path: str, text: str) -> ParsedNote:
+        """Parse one file; ``path`` is vault-relative POSIX. Must not raise on bad input."""
+        ...
+
+
+_FACTORIES: dict[str, Callable[[], Parser]] = {
+    "markdown": MarkdownParser,
+    "text": PlainTextParser,
+}
+_DIR_OR_END = "(?:/|$)"
+
+
+class ParserRegistry:
+    """Parsers are created on first use and then shared; they are not thread-safe."""
+
+    def __init__(self, mapping: Mapping[str, str] = DEFAULT_PARSER_MAP) -> None:
+        self._rules: list[tuple[re.Pattern[str], str]] = []
+        for glob, name in mapping.items():
+            if name not in _FACTORIES:
+                allowed = ", ".join(self.known_parsers())
+                raise ValueError(f"unknown parser {name!r} for {glob!r}; allowed: {allowed}")
+            self._rules.append((_compile_glob(glob), name))
+        self._instances: dict[str, Parser] = {}
+
+    def parser_for(self, path: str) -> Parser | None:
+        rel = path.replace("\\", "/").lstrip("/")
+        rel = rel.removeprefix("./")
+        for regex, name in self._rules:
+            if regex.match(rel):
+                return self._instance(name)
+        return None
+
+    def known_parsers(self) -> list[str]:
+        return sorted(_FACTORIES)
+
+    def _instance(self, name: str) -> Parser:
+        if name not in self._instances:
+            self._instances[name] = _FACTORIES[name]()
+        return self._instances[name]
+
+
+def _compile_glob(glob: str) -> re.Pattern[str]:
+    """Gitignore semantics, except that a pattern naming files matches files only.
+
+    pathspec lets ``*.md`` also match a directory ``x.md/`` and everything below it, which
+    would hand ``x.md/data.txt`` to the Markdown parser.
+    """
+    if not isinstance(glob, str) or not glob.strip():
+        raise ValueError(f"invalid parser glob {glob!r}: must be a non-empty string")
+    regex, include = GitIgnoreBasicPattern.pattern_to_regex(glob.strip())
+    if regex is None or not include:
+        raise ValueError(f"invalid parser glob {glob!r}: comments and negations are not allowed")
+    if regex.endswith(_DIR_OR_END):
+        regex = regex.removesuffix(_DIR_OR_END) + "$"
+    return re.compile(regex, re.IGNORECASE)

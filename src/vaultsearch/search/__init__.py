@@ -1,0 +1,1 @@
+"""Retrieval, fusion and ranking: from query text to hits."""

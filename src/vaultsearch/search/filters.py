@@ -1,0 +1,154 @@
+"""Filters over note metadata, turned into the set of chunk ids a search may return.
+
+They are applied inside retrieval (FAISS and Tantivy only see allowed ids), not by
+cutting a top-k list afterwards, so a filtered query still returns k results when
+k exist.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time
+from typing import Any
+
+from vaultsearch.errors import QueryError
+
+_GLOB_CHARS = set("*?[")
+
+
+@dataclass(frozen=True, slots=True)
+class NoteMeta:
+    id: int
+    path: str
+    title: str
+    tags: tuple[str, ...]
+    frontmatter: Mapping[str, Any]
+    date: float
+
+
+def parse_date(value: date | datetime | str | None, name: str, end: bool = False) -> float | None:
+    """Epoch seconds; a bare date means the start of that day (UTC)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, date):
+        dt = datetime.combine(value, time.min)
+    else:
+        try:
+            dt = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise QueryError(
+                f"The '{name}' filter {value!r} is not a date; use YYYY-MM-DD "
+                "or an ISO date-time such as 2024-05-01T12:00."
+            ) from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.timestamp()
+
+
+def tag_matches(wanted: str, tags: Iterable[str]) -> bool:
+    """Hierarchical: ``project`` matches ``project`` and ``project/alpha``, any case."""
+    w = wanted.lower().lstrip("#").rstrip("/")
+    return any(t.lower() == w or t.lower().startswith(w + "/") for t in tags)
+
+
+def folder_matches(spec: str, path: str) -> bool:
+    """Three forms: ``/a/b`` from the vault root, a glob, or a folder name anywhere."""
+    folder = path.rsplit("/", 1)[0] if "/" in path else ""
+    if any(c in spec for c in _GLOB_CHARS):
+        pattern = spec.lstrip("/")
+        return fnmatch.fnmatchcase(path, pattern) or fnmatch.fnmatchcase(folder, pattern)
+    if spec.startswith("/"):
+        root = spec.strip("/")
+        return root == "" or folder == root or folder.startswith(root + "/")
+    name = spec.strip("/")
+    parts = folder.split("/") if folder else []
+    if "/" in name:
+        n = name.split("/")
+        return any(parts[i : i + len(n)] == n for i in range(len(parts)))
+    return name in parts
+
+
+def _value_matches(actual: Any, wanted: Any) -> bool:
+    options = wanted if isinstance(wanted, list) else [wanted]
+    values = actual if isinstance(actual, list) else [actual]
+    norm = {_norm(v) for v in values}
+    return any(_norm(o) in norm for o in options)
+
+
+def _norm(v: Any) -> str:
+    return str(v).strip().lower() if not isinstance(v, bool) else str(v).lower()
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilters:
+    tags: tuple[str, ...] = ()
+    folders: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    after: float | None = None
+    before: float | None = None
+    where: Mapping[str, Any] = field(default_factory=dict)
+    min_score: float | None = None
+
+    @classmethod
+    def build(
+        cls,
+        tags: Iterable[str] | None = None,
+        folders: Iterable[str] | None = None,
+        after: date | datetime | str | None = None,
+        before: date | datetime | str | None = None,
+        where: Mapping[str, Any] | None = None,
+        min_score: float | None = None,
+    ) -> SearchFilters:
+        if isinstance(tags, str) or isinstance(folders, str):
+            raise QueryError("'tags' and 'folders' take a list of strings, not one string.")
+        if where is not None and not isinstance(where, Mapping):
+            raise QueryError("'where' takes a mapping of frontmatter field to value or list.")
+        a, b = parse_date(after, "after"), parse_date(before, "before")
+        if a is not None and b is not None and a > b:
+            raise QueryError(f"The 'after' date {after} is later than the 'before' date {before}.")
+        return cls(
+            tuple(t for t in (tags or ()) if t),
+            tuple(f for f in (folders or ()) if f),
+            (),
+            a,
+            b,
+            dict(where or {}),
+            min_score,
+        )
+
+    def with_query(self, tags: Iterable[str], paths: Iterable[str]) -> SearchFilters:
+        """Add the ``tag:`` and ``path:`` operators found in the query text."""
+        from dataclasses import replace
+
+        return replace(self, tags=self.tags + tuple(tags), paths=self.paths + tuple(paths))
+
+    @property
+    def restricts_notes(self) -> bool:
+        return bool(
+            self.tags
+            or self.folders
+            or self.paths
+            or self.where
+            or self.after is not None
+            or self.before is not None
+        )
+
+    def accepts(self, note: NoteMeta) -> bool:
+        if self.tags and not all(tag_matches(t, note.tags) for t in self.tags):
+            return False
+        if self.folders and not any(folder_matches(f, note.path) for f in self.folders):
+            return False
+        if self.paths and not all(p.lower() in note.path.lower() for p in self.paths):
+            return False
+        if self.after is not None and note.date < self.after:
+            return False
+        if self.before is not None and note.date >= self.before:
+            return False
+        for key, wanted in self.where.items():
+            if key not in note.frontmatter or not _value_matches(note.frontmatter[key], wanted):
+                return False
+        return True

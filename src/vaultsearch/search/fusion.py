@@ -1,0 +1,83 @@
+"""The ranking maths, as pure functions: weighted RRF, graph-neighbour boost, recency.
+
+Kept free of indexes and I/O so every formula can be checked by hand in a test,
+and deterministic: ties are broken by key, never by hash order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+K = TypeVar("K", bound=Hashable)
+
+
+def weighted_rrf(
+    rankings: Mapping[str, Sequence[K]], weights: Mapping[str, float], k: float
+) -> dict[K, float]:
+    """``score(c) = Σ_s w_s / (k + rank_s(c))`` with 1-based ranks; a strategy with no
+    weight given counts 1.0, and an item listed twice by one strategy counts once."""
+    scores: dict[K, float] = {}
+    for strategy, ranked in rankings.items():
+        w = weights.get(strategy, 1.0)
+        if w == 0:
+            continue
+        seen: set[K] = set()
+        for rank, item in enumerate(ranked, start=1):
+            if item in seen:
+                continue
+            seen.add(item)
+            scores[item] = scores.get(item, 0.0) + w / (k + rank)
+    return scores
+
+
+@dataclass(frozen=True, slots=True)
+class GraphBoost:
+    source: Hashable
+    added: float
+
+
+def graph_boost(
+    scores: Mapping[K, float],
+    neighbours: Callable[[K], Iterable[K]],
+    top: int,
+    share: float,
+) -> tuple[dict[K, float], dict[K, GraphBoost]]:
+    """Each of the ``top`` candidates passes ``share`` of its score to its 1-hop
+    neighbours. A neighbour linked from several top candidates takes the largest
+    share, not the sum, so a hub note cannot climb on link count alone. Neighbours
+    outside the pool enter it with that share."""
+    ranked = rank_items(scores)[:top]
+    best: dict[K, GraphBoost] = {}
+    for cand in ranked:
+        gift = share * scores[cand]
+        for n in neighbours(cand):
+            if n == cand:
+                continue
+            prior = best.get(n)
+            if prior is None or gift > prior.added:
+                best[n] = GraphBoost(cand, gift)
+    boosted = dict(scores)
+    for n, b in best.items():
+        boosted[n] = boosted.get(n, 0.0) + b.added
+    return boosted, best
+
+
+def recency_multiplier(age_days: float, tiers: Sequence[Sequence[float]]) -> float:
+    """The multiplier of the first tier ``[max_days, multiplier]`` (sorted by days)
+    that the age falls within; 1.0 when older than every tier. Future dates count as 0 days."""
+    age = max(age_days, 0.0)
+    for max_days, mult in sorted((float(d), float(m)) for d, m in tiers):
+        if age <= max_days:
+            return mult
+    return 1.0
+
+
+def rank_items(scores: Mapping[K, float]) -> list[K]:
+    """Best first; equal scores ordered by key so that results never depend on hashing."""
+    return sorted(scores, key=lambda item: (-scores[item], _sort_key(item)))
+
+
+def _sort_key(item: object) -> tuple[str, str]:
+    return (type(item).__name__, str(item)) if not isinstance(item, int) else ("", f"{item:020d}")

@@ -1,0 +1,82 @@
+"""Query text as a user types it, parsed by us so that nothing in it can break a search.
+
+The supported operators are few and forgiving: ``"exact phrase"``, ``-excluded``,
+``tag:x`` and ``path:x``. Everything else, ``C++``, ``(``, ``:`` and stray quotes
+included, is just text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_TOKEN = re.compile(r'(-?)"([^"]*)"|(\S+)')
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedQuery:
+    text: str
+    """What the semantic search embeds: the query without its operators."""
+    terms: tuple[str, ...] = ()
+    phrases: tuple[tuple[str, ...], ...] = ()
+    excluded: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.terms or self.phrases)
+
+    @property
+    def highlight_terms(self) -> tuple[str, ...]:
+        words = list(self.terms)
+        for p in self.phrases:
+            words.extend(p)
+        return tuple(dict.fromkeys(w.lower() for w in words))
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text)
+
+
+def parse_query(query: str) -> ParsedQuery:
+    if query.count('"') % 2:
+        query = query.replace('"', " ")
+    text_parts: list[str] = []
+    terms: list[str] = []
+    phrases: list[tuple[str, ...]] = []
+    excluded: list[str] = []
+    tags: list[str] = []
+    paths: list[str] = []
+    for m in _TOKEN.finditer(query):
+        negated, phrase, token = m.group(1), m.group(2), m.group(3)
+        if phrase is not None:
+            ws = tuple(words(phrase))
+            if negated:
+                excluded.extend(ws)
+            elif len(ws) == 1:
+                terms.extend(ws)
+                text_parts.append(phrase)
+            elif ws:
+                phrases.append(ws)
+                text_parts.append(phrase)
+            continue
+        lowered = token.lower()
+        if lowered.startswith("tag:") and len(token) > 4:
+            tags.append(token[4:].lstrip("#"))
+        elif lowered.startswith("path:") and len(token) > 5:
+            paths.append(token[5:])
+        elif token.startswith("-") and len(token) > 1 and words(token[1:]):
+            excluded.extend(words(token[1:]))
+        else:
+            terms.extend(words(token))
+            text_parts.append(token)
+    return ParsedQuery(
+        " ".join(text_parts).strip(),
+        tuple(terms),
+        tuple(phrases),
+        tuple(excluded),
+        tuple(tags),
+        tuple(paths),
+    )

@@ -1,0 +1,1 @@
+"""The MCP server: the vault as tools and resources for agents."""

@@ -1,0 +1,161 @@
+"""``Vault``: the one object a Python user needs, and what the CLI and MCP server use."""
+
+from __future__ import annotations
+
+import os
+import threading
+from datetime import date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vaultsearch.config import Config, load_config
+from vaultsearch.embedding import Embedder
+from vaultsearch.errors import IndexMissingError, VaultNotFoundError
+from vaultsearch.indexes.catalog import Catalog
+from vaultsearch.indexing.layout import IndexLayout
+from vaultsearch.indexing.manager import IndexCheck, IndexManager, IndexSummary
+from vaultsearch.indexing.manifest import SPEC_VERSION, read_manifest, read_state
+from vaultsearch.indexing.progress import Progress
+
+if TYPE_CHECKING:
+    from vaultsearch.models import Hit
+    from vaultsearch.search.orchestrator import QueryOrchestrator
+
+
+def resolve_index_dir(vault: Path, config: Config, index_dir: str | os.PathLike[str] | None) -> Path:
+    """--index-dir, then the config's vault.index_dir (relative to the vault), then
+    ``<vault>/.vaultsearch``."""
+    if index_dir:
+        return Path(index_dir).expanduser().resolve()
+    if config.vault.index_dir:
+        p = Path(config.vault.index_dir).expanduser()
+        return (p if p.is_absolute() else vault / p).resolve()
+    return vault / ".vaultsearch"
+
+
+class Vault:
+    def __init__(self, root: Path, index_dir: Path, config: Config) -> None:
+        self.root = root
+        self.config = config
+        self.layout = IndexLayout(index_dir)
+        self.embedder = Embedder.shared(config.embedding)
+        self._orchestrator: QueryOrchestrator | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        index_dir: str | os.PathLike[str] | None = None,
+        config: str | os.PathLike[str] | Config | None = None,
+    ) -> Vault:
+        root = Path(path).expanduser()
+        if not root.is_dir():
+            what = "is not a folder" if root.exists() else "does not exist"
+            raise VaultNotFoundError(
+                f"The vault folder {root} {what}.",
+                fix="pass the path of a folder of Markdown notes, e.g. 'vaultsearch index ~/Notes'",
+            )
+        root = root.resolve()
+        cfg = load_config(config, root)
+        return cls(root, resolve_index_dir(root, cfg, index_dir), cfg)
+
+    @property
+    def index_dir(self) -> Path:
+        return self.layout.root
+
+    def manager(self, progress: Progress | None = None) -> IndexManager:
+        return IndexManager(self.root, self.index_dir, self.config, self.embedder, progress)
+
+    def index(self, full: bool = False, progress: Progress | None = None) -> IndexSummary:
+        """Bring the index up to date with the vault; returns what changed."""
+        summary = self.manager(progress).update(full=full)
+        if self._orchestrator is not None:
+            self._orchestrator.refresh()
+        return summary
+
+    def check(self) -> IndexCheck:
+        return self.manager().check()
+
+    def require_index(self) -> None:
+        if not self.layout.exists() or read_state(self.index_dir) is None:
+            raise IndexMissingError(
+                f"No index has been built for {self.root} yet (looked in {self.index_dir}).",
+                fix=f"vaultsearch index '{self.root}'",
+            )
+
+    def status(self) -> dict[str, Any]:
+        self.require_index()
+        state = read_state(self.index_dir) or {}
+        manifest = read_manifest(self.index_dir) or {}
+        catalog = Catalog(self.layout.catalog, readonly=True)
+        try:
+            failed = {p: r for p, (r, _, _) in catalog.failures().items()}
+            counts = {t: catalog.count(t) for t in ("notes", "chunks", "links")}
+        finally:
+            catalog.close()
+        embedding = manifest.get("embedding", {})
+        return {
+            "vault": str(self.root),
+            "index_dir": str(self.index_dir),
+            "notes": counts["notes"],
+            "chunks": counts["chunks"],
+            "vectors": state.get("vectors", 0),
+            "keyword_docs": state.get("keyword_docs", 0),
+            "links": counts["links"],
+            "graph_edges": state.get("links", 0),
+            "unresolved_links": state.get("unresolved_links", 0),
+            "failed": failed,
+            "model": embedding.get("model"),
+            "dimension": embedding.get("dimension"),
+            "spec_version": manifest.get("spec_version", SPEC_VERSION),
+            "size_on_disk": self.layout.size_on_disk(),
+            "last_indexed": state.get("last_indexed"),
+            "generation": state.get("generation", 0),
+            "config": self.config.source,
+        }
+
+    # --- search ---------------------------------------------------------------
+    @property
+    def orchestrator(self) -> QueryOrchestrator:
+        with self._lock:
+            if self._orchestrator is None:
+                from vaultsearch.search.orchestrator import QueryOrchestrator
+
+                self.require_index()
+                self._orchestrator = QueryOrchestrator(self.layout, self.config, self.embedder)
+            return self._orchestrator
+
+    def search(
+        self,
+        query: str,
+        top_k: int = 10,
+        mode: str = "hybrid",
+        tags: list[str] | None = None,
+        folders: list[str] | None = None,
+        after: date | datetime | str | None = None,
+        before: date | datetime | str | None = None,
+        where: dict[str, Any] | None = None,
+        explain: bool = False,
+        min_score: float | None = None,
+    ) -> list[Hit]:
+        """The best places in the vault for ``query``, best first, grouped per note."""
+        from vaultsearch.search.filters import SearchFilters
+
+        filters = SearchFilters.build(
+            tags=tags, folders=folders, after=after, before=before, where=where, min_score=min_score
+        )
+        return self.orchestrator.search(
+            query, top_k=top_k, mode=mode, filters=filters, explain=explain
+        )
+
+    def close(self) -> None:
+        if self._orchestrator is not None:
+            self._orchestrator.close()
+            self._orchestrator = None
+
+    def __enter__(self) -> Vault:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

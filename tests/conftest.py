@@ -1,0 +1,53 @@
+"""Shared fixtures: small vaults written per test, one real model per session."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from vaultsearch.config import EmbeddingConfig
+from vaultsearch.embedding import Embedder
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+WriteVault = Callable[[dict[str, str | bytes]], Path]
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    """The real bundled model, loaded once for the whole session (about 6 s)."""
+    e = Embedder.shared(EmbeddingConfig())
+    e.embed_query("warm up")
+    return e
+
+
+def write_files(root: Path, files: dict[str, str | bytes]) -> Path:
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(textwrap.dedent(content).lstrip("\n"), encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def write_vault(tmp_path: Path) -> WriteVault:
+    root = tmp_path / "vault"
+    root.mkdir()
+    return lambda files: write_files(root, files)
+
+
+@pytest.fixture(autouse=True)
+def _no_config_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("VAULTSEARCH_CONFIG", raising=False)
+
+
+def bump_mtime(path: Path, seconds: int = 5) -> None:
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + seconds * 1_000_000_000))

@@ -1,0 +1,219 @@
+"""The IndexManager on real FAISS, Tantivy, NetworkX and the real model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import WriteVault, bump_mtime
+from vaultsearch import Vault
+from vaultsearch.indexes.graph import load_graph
+from vaultsearch.indexes.keywords import KeywordIndex
+from vaultsearch.indexes.vectors import VectorIndex
+from vaultsearch.indexing.verify import keyword_chunk_ids, verify_index
+
+NOTES: dict[str, str | bytes] = {
+    "Alpha.md": """
+        ---
+        title: Alpha Project
+        aliases: [alpha]
+        tags: [project/alpha]
+        ---
+        # Alpha
+
+        Alpha links to [[Beta]] and embeds ![[Gamma Ray]].
+
+        ## Setup
+
+        Install the toolchain on Linux with apt.
+
+        ## Usage
+
+        Run the alpha command every morning.
+        """,
+    "Beta.md": "# Beta\n\nBeta talks about cats and dogs. Back to [[alpha]] and [[Missing Note]].\n",
+    "sub/Gamma Ray.md": "# Gamma Ray\n\nGamma rays are energetic photons from #physics sources.\n",
+    "one/README.md": "# One\n\nThe first readme about oranges.\n",
+    "two/README.md": "# Two\n\nThe second readme about lemons.\n",
+    "ünï 'quoted' \"name\".md": "# Unicode\n\nA note whose name has quotes, spaces and ünïcödé.\n",
+}
+
+
+@pytest.fixture
+def vault(write_vault: WriteVault, embedder: object) -> Vault:
+    root = write_vault(NOTES)
+    return Vault.open(root)
+
+
+def _vector_count(v: Vault) -> int:
+    return len(VectorIndex.load(v.layout.vectors))
+
+
+def _keyword_ids(v: Vault) -> list[int]:
+    return keyword_chunk_ids(KeywordIndex(v.layout.keywords))
+
+
+def test_first_index_then_nothing_to_do(vault: Vault) -> None:
+    first = vault.index()
+    assert first.added == len(NOTES) and not first.failed
+    assert first.chunks_embedded == first.chunks_written > len(NOTES)
+    status = vault.status()
+    assert status["notes"] == len(NOTES)
+    assert status["chunks"] == status["vectors"] == status["keyword_docs"] == first.chunks_written
+    assert status["unresolved_links"] == 1
+    assert verify_index(vault.manager()).ok
+
+    second = vault.index()
+    assert second.chunks_embedded == 0 and second.unchanged == len(NOTES)
+    assert second.added == second.updated == second.removed == 0
+
+
+def test_same_file_name_in_two_folders_is_two_notes(vault: Vault) -> None:
+    vault.index()
+    graph = load_graph(vault.layout.graph)
+    assert {"one/README.md", "two/README.md"} <= set(graph.nodes)
+
+
+def test_graph_edges_from_real_links_only(vault: Vault) -> None:
+    vault.index()
+    g = load_graph(vault.layout.graph)
+    assert g.has_edge("Alpha.md", "Beta.md")
+    assert g.has_edge("Beta.md", "Alpha.md")  # through the alias [[alpha]]
+    assert g.edges["Alpha.md", "sub/Gamma Ray.md"]["embeds"] == 1
+    assert not g.has_edge("one/README.md", "two/README.md")
+    assert g.nodes["Beta.md"]["unresolved"] == {"Missing Note": 1}
+    assert g.number_of_edges() == 3
+
+
+def test_edit_reembeds_only_changed_chunks(vault: Vault) -> None:
+    vault.index()
+    path = vault.root / "Alpha.md"
+    text = path.read_text()
+    path.write_text(text.replace("every morning", "every evening"))
+    bump_mtime(path)
+    summary = vault.index()
+    assert summary.updated == 1 and summary.added == 0
+    assert summary.chunks_embedded == 1  # only the Usage section changed
+    hits = vault.search("evening", mode="keyword")
+    assert hits and hits[0].path == "Alpha.md" and hits[0].heading_path.endswith("Usage")
+    assert not vault.search("morning", mode="keyword")
+
+
+def test_delete_removes_everywhere(vault: Vault) -> None:
+    vault.index()
+    before_vectors = _vector_count(vault)
+    (vault.root / "Beta.md").unlink()
+    summary = vault.index()
+    assert summary.removed == 1
+    assert _vector_count(vault) < before_vectors
+    assert len(_keyword_ids(vault)) == _vector_count(vault)
+    assert "Beta.md" not in load_graph(vault.layout.graph)
+    assert not vault.search("cats dogs", mode="keyword")
+    assert verify_index(vault.manager()).ok
+
+
+def test_rename_moves_without_reembedding(vault: Vault) -> None:
+    vault.index()
+    src = vault.root / "sub" / "Gamma Ray.md"
+    dst = vault.root / "physics" / "Gamma Rays Renamed.md"
+    dst.parent.mkdir()
+    src.rename(dst)
+    summary = vault.index()
+    assert summary.moved == 1 and summary.chunks_embedded == 0
+    assert summary.added == summary.removed == 0
+    hits = vault.search("photons", mode="keyword")
+    assert [h.path for h in hits] == ["physics/Gamma Rays Renamed.md"]
+    g = load_graph(vault.layout.graph)
+    assert "sub/Gamma Ray.md" not in g and "physics/Gamma Rays Renamed.md" in g
+    assert verify_index(vault.manager()).ok
+
+
+def test_broken_files_are_recorded_not_fatal(write_vault: WriteVault, embedder: object) -> None:
+    root = write_vault(
+        {
+            "good.md": "# Good\n\nFine text.\n",
+            "bad yaml.md": "---\ntitle: [unclosed\n---\n# Still Indexed\n\nBody survives.\n",
+            "binary.md": b"\x00\x01\x02binary",
+            "latin1.md": "# Caf\xe9\n\nna\xefve text\n".encode("latin-1"),
+            "huge.md": "x" * 3000,
+        }
+    )
+    (root / ".vaultsearch").mkdir()
+    (root / ".vaultsearch" / "config.toml").write_text("[vault]\nmax_file_size = 2000\n")
+    v = Vault.open(root)
+    summary = v.index()
+    assert set(summary.failed) == {"binary.md", "huge.md"}
+    assert "binary" in summary.failed["binary.md"] and "max_file_size" in summary.failed["huge.md"]
+    assert v.status()["notes"] == 3
+    assert v.search("Body survives", mode="keyword")[0].path == "bad yaml.md"
+    assert v.search("naive", mode="keyword")[0].path == "latin1.md"
+    assert set(v.status()["failed"]) == {"binary.md", "huge.md"}
+    assert v.index().failed == {}  # unchanged failures are not retried
+
+
+def test_damaged_derived_indexes_are_rebuilt_without_the_model(vault: Vault) -> None:
+    vault.index()
+    chunks = vault.status()["chunks"]
+    vault.layout.vectors.unlink()
+    vault.layout.graph.unlink()
+    summary = vault.index()
+    assert summary.chunks_embedded == 0
+    assert any("vectors" in r for r in summary.repaired)
+    assert _vector_count(vault) == chunks
+    assert verify_index(vault.manager()).ok
+
+
+def test_manifest_is_deterministic_and_check_reports(vault: Vault) -> None:
+    vault.index()
+    manifest = vault.layout.manifest.read_text()
+    data = json.loads(manifest)
+    assert data["embedding"] == {"model": "sentence-transformers/all-MiniLM-L6-v2", "dimension": 384}
+    assert data["chunking"] == {"size": 1000, "overlap": 100}
+    assert "generation" not in manifest and "last_indexed" not in manifest
+    assert vault.check().status == "current"
+    vault.index(full=True)
+    assert vault.layout.manifest.read_text() == manifest
+
+    (vault.root / "New.md").write_text("# New\n")
+    check = vault.check()
+    assert check.status == "update" and check.reasons == ["1 file new"]
+
+
+def test_full_rebuild_reuses_embedding_cache(vault: Vault) -> None:
+    first = vault.index()
+    full = vault.index(full=True)
+    assert full.chunks_embedded == 0 and full.chunks_written == first.chunks_written
+    assert verify_index(vault.manager()).ok
+
+
+def test_ignored_files_are_not_indexed(write_vault: WriteVault, embedder: object) -> None:
+    root = write_vault(
+        {
+            "keep.md": "# Keep\n",
+            ".obsidian/workspace.md": "# no\n",
+            ".trash/old.md": "# no\n",
+            "node_modules/x/readme.md": "# no\n",
+            "drafts/secret.md": "# no\n",
+            "notes.md.swp": "no",
+            "a.tmp": "no",
+            "plain.txt": "plain text note",
+            ".gitignore": "drafts/\n",
+        }
+    )
+    v = Vault.open(root)
+    assert set(v.manager().scan()) == {"keep.md", "plain.txt"}
+
+
+def test_index_dir_inside_vault_is_not_scanned(write_vault: WriteVault, embedder: object) -> None:
+    root = write_vault({"a.md": "# A\n", "idx/fake.md": "# fake\n"})
+    v = Vault.open(root, index_dir=root / "idx")
+    assert set(v.manager().scan()) == {"a.md"}
+
+
+def test_vault_missing_is_a_clear_error(tmp_path: Path) -> None:
+    from vaultsearch import VaultNotFoundError
+
+    with pytest.raises(VaultNotFoundError, match="does not exist"):
+        Vault.open(tmp_path / "nope")
