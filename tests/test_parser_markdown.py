@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import time
 from datetime import UTC, datetime
+from itertools import pairwise
 
 import pytest
 
@@ -201,16 +202,7 @@ def test_link_lines_count_frontmatter(parser: MarkdownParser) -> None:
 
 
 def test_heading_tree_atx_and_setext(parser: MarkdownParser) -> None:
-    text = (
-        "Setup\n"
-        "=====\n"
-        "## Linux ##\n"
-        "### Debian *family*\n"
-        "## `Windows`\n"
-        "Other\n"
-        "-----\n"
-        "# Next\n"
-    )
+    text = "Setup\n=====\n## Linux ##\n### Debian *family*\n## `Windows`\nOther\n-----\n# Next\n"
     note = parse(parser, text)
     assert [(h.level, h.text, h.line, h.parent) for h in note.headings] == [
         (1, "Setup", 1, None),
@@ -235,17 +227,7 @@ def test_headings_inside_quotes_and_code_are_not_structure(parser: MarkdownParse
 
 def test_sections_split_at_every_heading(parser: MarkdownParser) -> None:
     text = (
-        "---\n"
-        "title: T\n"
-        "---\n"
-        "Intro line\n"
-        "\n"
-        "# Setup\n"
-        "setup text\n"
-        "## Linux\n"
-        "linux text\n"
-        "\n"
-        "# Usage\n"
+        "---\ntitle: T\n---\nIntro line\n\n# Setup\nsetup text\n## Linux\nlinux text\n\n# Usage\n"
     )
     note = parse(parser, text)
     assert [(s.heading_path, s.start_line, s.end_line) for s in note.sections] == [
@@ -273,7 +255,7 @@ def test_sections_cover_body_without_gaps(parser: MarkdownParser) -> None:
     text = "pre\n# A\na\n## B\nb\n### C\n# D\nd"
     note = parse(parser, text)
     assert "".join(section_texts(note)) == text
-    for before, after in zip(note.sections, note.sections[1:], strict=False):
+    for before, after in pairwise(note.sections):
         assert before.end_char == after.start_char
         assert before.end_line + 1 == after.start_line
 
@@ -342,7 +324,12 @@ def test_invalid_yaml_is_recorded_not_raised(parser: MarkdownParser) -> None:
 
 @pytest.mark.parametrize(
     "yaml_block",
-    ["- just\n- a list\n", "plain scalar\n", "date: 2023-13-45\n", "a: &x [*x]\nb: !!python/tuple [1]\n"],
+    [
+        "- just\n- a list\n",
+        "plain scalar\n",
+        "date: 2023-13-45\n",
+        "a: &x [*x]\nb: !!python/tuple [1]\n",
+    ],
 )
 def test_odd_yaml_never_raises(parser: MarkdownParser, yaml_block: str) -> None:
     note = parse(parser, f"---\n{yaml_block}---\ntext\n")
@@ -379,7 +366,10 @@ def test_date_forms(parser: MarkdownParser, yaml_value: str, expected: datetime 
 
 
 def test_date_key_precedence_and_fallthrough(parser: MarkdownParser) -> None:
-    text = "---\ncreated: 2020-01-01\ndate: 2021-01-01\nmodified: 2022-01-01\nupdated: 2023-01-01\n---\n"
+    text = (
+        "---\ncreated: 2020-01-01\ndate: 2021-01-01\n"
+        "modified: 2022-01-01\nupdated: 2023-01-01\n---\n"
+    )
     assert parse(parser, text).date == datetime(2023, 1, 1, tzinfo=UTC)
     text = "---\ncreated: 2020-01-01\nupdated: garbage\n---\n"
     assert parse(parser, text).date == datetime(2020, 1, 1, tzinfo=UTC)

@@ -173,6 +173,29 @@ class IndexManager:
             catalog.close()
             self.lock.release()
 
+    def repair(self) -> IndexSummary:
+        """Bring FAISS, Tantivy and the graph level with the catalog, from cached
+        vectors only: what opening after a crash, and ``check --repair``, need."""
+        summary = IndexSummary()
+        if not self.lock.acquire():
+            raise IndexBusyError(
+                f"Another vaultsearch process is writing the index at {self.layout.root}.",
+                fix="wait for it to finish; the writer repairs the index itself",
+            )
+        catalog = Catalog(self.layout.catalog)
+        try:
+            t0 = time.perf_counter()
+            dim = self.embedder.dimension
+            vectors = self._open_vectors(catalog, dim, False, summary)
+            keywords = self._open_keywords(catalog, False, False, summary)
+            manifest = read_manifest(self.layout.root) or expected_manifest(self.config, dim)
+            self._commit_derived(catalog, vectors, keywords, catalog.generation, manifest, summary)
+            summary.seconds = time.perf_counter() - t0
+            return summary
+        finally:
+            catalog.close()
+            self.lock.release()
+
     def _update(self, catalog: Catalog, full: bool) -> IndexSummary:
         t0 = time.perf_counter()
         summary = IndexSummary()

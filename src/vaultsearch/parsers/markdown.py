@@ -143,10 +143,10 @@ class MarkdownParser:
         for start, link in spans.links:
             found.links.append(replace(link, line=row + data.count(b"\n", 0, start) + 1))
         masked = spans.masked()
-        newlines = [i for i, ch in enumerate(masked) if ch == "\n"] if "\n" in masked else []
+        multiline = "\n" in masked
         for match in _TOKEN.finditer(masked):
             if match["wiki"]:
-                line = row + bisect_right(newlines, match.start()) + 1
+                line = row + 1 + (masked.count("\n", 0, match.start()) if multiline else 0)
                 wikilink = _wikilink(match["inner"], bool(match["bang"]), line)
                 if wikilink is not None:
                     found.links.append(wikilink)

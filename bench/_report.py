@@ -1,0 +1,80 @@
+"""Shared by the bench scripts: where the data is, and writing results into docs.
+
+Each script owns one marked section of docs/benchmarks.md and rewrites only that,
+stamped with the machine and the date, so results from separate runs sit together.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import statistics
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "data"
+DOC = ROOT / "docs" / "benchmarks.md"
+
+
+def require(path: Path) -> Path:
+    if not path.exists():
+        print(f"skipped: {path} is not here (the shared data sits beside the repo)")
+        sys.exit(0)
+    return path
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        mem = f", {kb / 1024 / 1024:.0f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    return f"{os.cpu_count()} cores ({cpu}){mem}, Python {platform.python_version()}, no GPU"
+
+
+def percentile(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * p / 100
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def mean(values: list[float]) -> float:
+    return statistics.fmean(values) if values else float("nan")
+
+
+def write_section(name: str, title: str, body: str) -> None:
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d")
+    block = (
+        f"<!-- bench:{name} -->\n## {title}\n\n"
+        f"Measured {stamp} on {machine()}. Command: `make bench-{name}`.\n\n"
+        f"{body.strip()}\n<!-- /bench:{name} -->"
+    )
+    text = DOC.read_text(encoding="utf-8") if DOC.exists() else _doc_header()
+    pattern = re.compile(rf"<!-- bench:{name} -->.*?<!-- /bench:{name} -->", re.S)
+    text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
+    DOC.write_text(text, encoding="utf-8")
+    print(block)
+
+
+def _doc_header() -> str:
+    return (
+        "---\ntitle: Benchmarks\ntags: [benchmarks, reference]\n---\n# Benchmarks\n\n"
+        "Every figure here is written by a script in `bench/` (see [[Architecture]] for what\n"
+        "is measured). Timings are on the machine named in each section; comparisons are\n"
+        "made in one run so that they are ratios on the same machine state.\n"
+    )

@@ -1,0 +1,75 @@
+"""Index a real vault from scratch, then re-run, edit, delete and rename: issue #2's figures.
+
+Run: `make bench-index` (or `.venv/bin/python bench/index_vault.py [VAULT]`).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import SHARED, require, write_section  # noqa: E402
+
+from vaultsearch import Vault  # noqa: E402
+from vaultsearch.indexes.vectors import VectorIndex  # noqa: E402
+from vaultsearch.indexing.progress import LogProgress  # noqa: E402
+
+
+def main() -> None:
+    source = require(Path(sys.argv[1]) if len(sys.argv) > 1 else SHARED / "vaults" / "vaultofknowledge")
+    work = Path(tempfile.mkdtemp(prefix="vs-bench-index-"))
+    try:
+        vault_dir = work / "vault"
+        shutil.copytree(source, vault_dir)
+        vault = Vault.open(vault_dir, index_dir=work / "index")
+        files = len(vault.manager().scan())
+
+        t = time.perf_counter()
+        first = vault.index(progress=LogProgress(every=15))
+        first_s = time.perf_counter() - t
+        t = time.perf_counter()
+        second = vault.index()
+        second_s = time.perf_counter() - t
+
+        notes = sorted(vault.manager().scan())
+        edit = vault_dir / notes[len(notes) // 2]
+        edit.write_text(edit.read_text(encoding="utf-8") + "\n\nAn appended closing line.\n", encoding="utf-8")
+        edited = vault.index()
+
+        vectors_before = len(VectorIndex.load(vault.layout.vectors))
+        (vault_dir / notes[len(notes) // 3]).unlink()
+        deleted = vault.index()
+        vectors_after = len(VectorIndex.load(vault.layout.vectors))
+
+        src = vault_dir / notes[len(notes) // 4]
+        src.rename(src.with_name("renamed " + src.name))
+        renamed = vault.index()
+        status = vault.status()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    failed = "".join(f"\n  - `{p}`: {r}" for p, r in first.failed.items()) or " none"
+    body = f"""
+Vault: `{source.name}` ({files} note files).
+
+| run | seconds | chunks embedded | notes |
+| --- | ---: | ---: | --- |
+| first index (from scratch) | {first_s:.1f} | {first.chunks_embedded} | {first.added} added, {first.chunks_written / first_s:.1f} chunks/s |
+| second run, nothing changed | {second_s:.2f} | {second.chunks_embedded} | {100 * second_s / first_s:.2f}% of the first run |
+| one note edited (a line appended) | {edited.seconds:.2f} | {edited.chunks_embedded} | {edited.updated} updated |
+| one note deleted | {deleted.seconds:.2f} | {deleted.chunks_embedded} | vectors {vectors_before} → {vectors_after} |
+| one note renamed | {renamed.seconds:.2f} | {renamed.chunks_embedded} | {renamed.moved} moved |
+
+Index: {status['notes']} notes, {status['chunks']} chunks, {status['links']} links
+({status['unresolved_links']} unresolved), {status['size_on_disk'] / 1e6:.1f} MB on disk.
+Failed files:{failed}
+"""
+    write_section("index", "Indexing a real vault", body)
+
+
+if __name__ == "__main__":
+    main()

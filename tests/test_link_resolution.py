@@ -1,0 +1,142 @@
+from __future__ import annotations
+
+import pytest
+
+from vaultsearch.indexing.links import LinkResolver
+
+VAULT: list[tuple[str, list[str]]] = [
+    ("Home.md", ["Start", "Dashboard"]),
+    ("folder/My Note.md", ["MN"]),
+    ("folder/sub/Deep.md", []),
+    ("archive/folder/sub/Deep.md", []),
+    ("projects/Alpha.md", ["Project A"]),
+    ("projects/2024/Alpha.md", []),
+    ("b/Same.md", []),
+    ("a/Same.md", []),
+    ("Inbox/Café ☕.md", []),
+    ("dendron.topic.tasks.md", []),
+    ("attachments/image.png", []),
+    ("image.md", []),
+    ("docs/guide/setup.md", []),
+    ("docs/README.md", []),
+    ("Start.md", []),
+]
+
+
+@pytest.fixture(scope="module")
+def resolver() -> LinkResolver:
+    return LinkResolver(VAULT)
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        ("folder/My Note.md", "folder/My Note.md"),
+        ("folder/My Note", "folder/My Note.md"),
+        ("FOLDER/my note", "folder/My Note.md"),
+        ("/folder/My Note", "folder/My Note.md"),
+        ("attachments/image.png", "attachments/image.png"),
+    ],
+)
+def test_exact_vault_path(resolver: LinkResolver, target: str, expected: str) -> None:
+    assert resolver.resolve(target) == expected
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        ("My Note", "folder/My Note.md"),
+        ("my note", "folder/My Note.md"),
+        ("My Note.md", "folder/My Note.md"),
+        ("MY NOTE.MD", "folder/My Note.md"),
+        ("Café ☕", "Inbox/Café ☕.md"),
+        ("dendron.topic.tasks", "dendron.topic.tasks.md"),
+    ],
+)
+def test_file_name_match_ignores_case_and_extension(
+    resolver: LinkResolver, target: str, expected: str
+) -> None:
+    assert resolver.resolve(target) == expected
+
+
+def test_shortest_path_wins_among_same_names(resolver: LinkResolver) -> None:
+    assert resolver.resolve("Alpha") == "projects/Alpha.md"
+    assert resolver.resolve("Deep") == "folder/sub/Deep.md"
+
+
+def test_equal_length_tie_is_broken_lexicographically(resolver: LinkResolver) -> None:
+    assert resolver.resolve("Same") == "a/Same.md"
+    assert LinkResolver(reversed(VAULT)).resolve("Same") == "a/Same.md"
+
+
+def test_path_suffix_match(resolver: LinkResolver) -> None:
+    assert resolver.resolve("sub/Deep") == "folder/sub/Deep.md"
+    assert resolver.resolve("folder/sub/Deep") == "folder/sub/Deep.md"
+    assert resolver.resolve("2024/Alpha") == "projects/2024/Alpha.md"
+    assert resolver.resolve("2024/alpha.md") == "projects/2024/Alpha.md"
+    assert resolver.resolve("older/Deep") is None
+
+
+def test_exact_path_beats_suffix_and_name(resolver: LinkResolver) -> None:
+    assert resolver.resolve("archive/folder/sub/Deep") == "archive/folder/sub/Deep.md"
+
+
+def test_alias_match_is_case_insensitive(resolver: LinkResolver) -> None:
+    assert resolver.resolve("Dashboard") == "Home.md"
+    assert resolver.resolve("project a") == "projects/Alpha.md"
+    assert resolver.resolve("mn") == "folder/My Note.md"
+
+
+def test_file_name_beats_alias(resolver: LinkResolver) -> None:
+    assert resolver.resolve("Start") == "Start.md"
+
+
+def test_alias_ambiguity_is_deterministic() -> None:
+    notes = [
+        ("zz/long/Second.md", ["Shared"]),
+        ("First.md", ["shared"]),
+        ("b/Third.md", ["SHARED"]),
+    ]
+    assert LinkResolver(notes).resolve("Shared") == "First.md"
+    assert LinkResolver(reversed(notes)).resolve("shared") == "First.md"
+
+
+def test_relative_markdown_links(resolver: LinkResolver) -> None:
+    assert resolver.resolve("../README.md", "docs/guide/setup.md") == "docs/README.md"
+    assert resolver.resolve("./setup.md", "docs/guide/other.md") == "docs/guide/setup.md"
+    assert resolver.resolve("guide/setup.md", "docs/README.md") == "docs/guide/setup.md"
+    assert resolver.resolve("../../../escape.md", "docs/guide/setup.md") is None
+
+
+def test_vault_path_is_tried_before_source_folder() -> None:
+    resolver = LinkResolver([("x/Note.md", []), ("x/x/Note.md", [])])
+    assert resolver.resolve("x/Note", "x/Source.md") == "x/Note.md"
+
+
+def test_attachments_resolve_only_to_real_files(resolver: LinkResolver) -> None:
+    assert resolver.resolve("image.png") == "attachments/image.png"
+    assert resolver.resolve("IMAGE.PNG") == "attachments/image.png"
+    assert resolver.resolve("image") == "image.md"
+    assert resolver.resolve("missing.png") is None
+    assert LinkResolver([("image.md", [])]).resolve("image.png") is None
+
+
+def test_unresolved_and_empty_targets(resolver: LinkResolver) -> None:
+    assert resolver.resolve("Nowhere") is None
+    assert resolver.resolve("") is None
+    assert resolver.resolve("   ") is None
+    assert LinkResolver([]).resolve("Home") is None
+
+
+def test_build_ignores_empty_paths_and_aliases() -> None:
+    resolver = LinkResolver([("", ["x"]), ("Real.md", ["", "  ", "Alias"])])
+    assert resolver.resolve("x") is None
+    assert resolver.resolve("alias") == "Real.md"
+
+
+def test_resolution_scales_to_many_notes() -> None:
+    notes = [(f"f{i % 50}/note {i}.md", [f"alias {i}"]) for i in range(20_000)]
+    resolver = LinkResolver(notes)
+    assert resolver.resolve("note 19999") == "f49/note 19999.md"
+    assert resolver.resolve("ALIAS 7") == "f7/note 7.md"
+    assert resolver.resolve("f3/note 3") == "f3/note 3.md"
