@@ -7,7 +7,8 @@ k exist.
 
 from __future__ import annotations
 
-import fnmatch
+import functools
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
@@ -56,11 +57,13 @@ def tag_matches(wanted: str, tags: Iterable[str]) -> bool:
 
 
 def folder_matches(spec: str, path: str) -> bool:
-    """Three forms: ``/a/b`` from the vault root, a glob, or a folder name anywhere."""
+    """Three forms: ``/a/b`` from the vault root, a glob over folder paths (matching a
+    folder or any of its ancestors), or a folder name anywhere."""
     folder = path.rsplit("/", 1)[0] if "/" in path else ""
     if any(c in spec for c in _GLOB_CHARS):
-        pattern = spec.lstrip("/")
-        return fnmatch.fnmatchcase(path, pattern) or fnmatch.fnmatchcase(folder, pattern)
+        pattern = _folder_glob(spec.strip("/"))
+        parts = folder.split("/") if folder else []
+        return any(pattern.fullmatch("/".join(parts[:i])) for i in range(1, len(parts) + 1))
     if spec.startswith("/"):
         root = spec.strip("/")
         return root == "" or folder == root or folder.startswith(root + "/")
@@ -70,6 +73,22 @@ def folder_matches(spec: str, path: str) -> bool:
         n = name.split("/")
         return any(parts[i : i + len(n)] == n for i in range(len(parts)))
     return name in parts
+
+
+@functools.lru_cache(maxsize=256)
+def _folder_glob(glob: str) -> re.Pattern[str]:
+    """``*`` and ``?`` stay within one folder name, ``**`` spans any depth."""
+    out = []
+    for piece in re.split(r"(\*\*/?|\*|\?)", glob):
+        if piece.startswith("**"):
+            out.append("(?:.*/)?" if piece.endswith("/") else ".*")
+        elif piece == "*":
+            out.append("[^/]*")
+        elif piece == "?":
+            out.append("[^/]")
+        else:
+            out.append(re.escape(piece))
+    return re.compile("".join(out))
 
 
 def _value_matches(actual: Any, wanted: Any) -> bool:

@@ -14,22 +14,42 @@ K = TypeVar("K", bound=Hashable)
 
 
 def weighted_rrf(
-    rankings: Mapping[str, Sequence[K]], weights: Mapping[str, float], k: float
+    rankings: Mapping[str, Sequence[K] | Mapping[K, int]],
+    weights: Mapping[str, float],
+    k: float,
 ) -> dict[K, float]:
     """``score(c) = Σ_s w_s / (k + rank_s(c))`` with 1-based ranks; a strategy with no
-    weight given counts 1.0, and an item listed twice by one strategy counts once."""
+    weight given counts 1.0. A ranking is a best-first list (an item listed twice
+    counts once, at its first rank) or a mapping of item to rank (see ``tied_ranks``)."""
     scores: dict[K, float] = {}
     for strategy, ranked in rankings.items():
         w = weights.get(strategy, 1.0)
         if w == 0:
             continue
-        seen: set[K] = set()
-        for rank, item in enumerate(ranked, start=1):
-            if item in seen:
-                continue
-            seen.add(item)
+        ranks = ranked if isinstance(ranked, Mapping) else _list_ranks(ranked)
+        for item, rank in ranks.items():
             scores[item] = scores.get(item, 0.0) + w / (k + rank)
     return scores
+
+
+def _list_ranks(ranked: Sequence[K]) -> dict[K, int]:
+    return {item: rank for rank, item in enumerate(dict.fromkeys(ranked), start=1)}
+
+
+def tied_ranks(scored: Sequence[tuple[K, float]]) -> dict[K, int]:
+    """Competition ranks ("1224") from best-first (item, score) pairs: items with equal
+    raw scores share a rank, so two identical notes fuse to equal scores instead of
+    being split by whatever order an index returned them in."""
+    ranks: dict[K, int] = {}
+    prev: float | None = None
+    current = 0
+    for position, (item, score) in enumerate(scored, start=1):
+        if item in ranks:
+            continue
+        if prev is None or score != prev:
+            current, prev = position, score
+        ranks[item] = current
+    return ranks
 
 
 @dataclass(frozen=True, slots=True)

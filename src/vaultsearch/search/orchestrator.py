@@ -23,7 +23,13 @@ from vaultsearch.indexes.graph import neighbours
 from vaultsearch.indexing.layout import IndexLayout
 from vaultsearch.models import Hit
 from vaultsearch.search.filters import SearchFilters
-from vaultsearch.search.fusion import graph_boost, rank_items, recency_multiplier, weighted_rrf
+from vaultsearch.search.fusion import (
+    graph_boost,
+    rank_items,
+    recency_multiplier,
+    tied_ranks,
+    weighted_rrf,
+)
 from vaultsearch.search.query import ParsedQuery, parse_query
 from vaultsearch.search.snapshot import Snapshot
 from vaultsearch.search.snippets import make_snippet
@@ -111,7 +117,7 @@ class QueryOrchestrator:
         mode: str,
         k: int,
         allowed: np.ndarray | None,
-    ) -> tuple[dict[str, list[int]], dict[str, dict[int, float]]]:
+    ) -> tuple[dict[str, dict[int, int]], dict[str, dict[int, float]]]:
         timings: dict[str, float] = {}
 
         def semantic() -> list[tuple[int, float]]:
@@ -140,14 +146,14 @@ class QueryOrchestrator:
             banned = snap.chunks_containing(parsed.excluded, [c for c, _ in results["semantic"]])
             results["semantic"] = [(c, s) for c, s in results["semantic"] if c not in banned]
         self.last_timings = timings
-        rankings = {name: [c for c, _ in res] for name, res in results.items()}
+        rankings = {name: tied_ranks(res) for name, res in results.items()}
         raw = {name: dict(res) for name, res in results.items()}
         return rankings, raw
 
     def _fuse(
         self,
         snap: Snapshot,
-        rankings: dict[str, list[int]],
+        rankings: dict[str, dict[int, int]],
         raw: dict[str, dict[int, float]],
         explain: bool,
         allowed_notes: set[int] | None,
@@ -184,12 +190,9 @@ class QueryOrchestrator:
             info: dict[str, Any] = {}
             if explain:
                 best = note_chunks.get(nid, [None])[0]
-                for name, ranked in rankings.items():
-                    if best in raw[name]:
-                        info[name] = {
-                            "rank": ranked.index(best) + 1,
-                            "score": round(raw[name][best], 6),
-                        }
+                for name, ranks in rankings.items():
+                    if best in ranks:
+                        info[name] = {"rank": ranks[best], "score": round(raw[name][best], 6)}
                 info["rrf"] = round(chunk_scores.get(best, 0.0), 6) if best else 0.0
                 boost = boosts.get(snap.notes[nid].path)
                 if boost is not None:
