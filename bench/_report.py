@@ -66,7 +66,11 @@ def write_section(name: str, title: str, body: str) -> None:
     )
     text = DOC.read_text(encoding="utf-8") if DOC.exists() else _doc_header()
     pattern = re.compile(rf"<!-- bench:{name} -->.*?<!-- /bench:{name} -->", re.S)
-    text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
+    text = (
+        pattern.sub(lambda _: block, text)
+        if pattern.search(text)
+        else text.rstrip() + "\n\n" + block + "\n"
+    )
     DOC.write_text(text, encoding="utf-8")
     print(block)
 

@@ -12,15 +12,16 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import SHARED, require, write_section  # noqa: E402
-
-from vaultsearch import Vault  # noqa: E402
-from vaultsearch.indexes.vectors import VectorIndex  # noqa: E402
-from vaultsearch.indexing.progress import LogProgress  # noqa: E402
+from _report import SHARED, require, write_section
+from vaultsearch import Vault
+from vaultsearch.indexes.vectors import VectorIndex
+from vaultsearch.indexing.progress import LogProgress
 
 
 def main() -> None:
-    source = require(Path(sys.argv[1]) if len(sys.argv) > 1 else SHARED / "vaults" / "vaultofknowledge")
+    source = require(
+        Path(sys.argv[1]) if len(sys.argv) > 1 else SHARED / "vaults" / "vaultofknowledge"
+    )
     work = Path(tempfile.mkdtemp(prefix="vs-bench-index-"))
     try:
         vault_dir = work / "vault"
@@ -37,7 +38,9 @@ def main() -> None:
 
         notes = sorted(vault.manager().scan())
         edit = vault_dir / notes[len(notes) // 2]
-        edit.write_text(edit.read_text(encoding="utf-8") + "\n\nAn appended closing line.\n", encoding="utf-8")
+        edit.write_text(
+            edit.read_text(encoding="utf-8") + "\n\nAn appended closing line.\n", encoding="utf-8"
+        )
         edited = vault.index()
 
         vectors_before = len(VectorIndex.load(vault.layout.vectors))
@@ -64,8 +67,8 @@ Vault: `{source.name}` ({files} note files).
 | one note deleted | {deleted.seconds:.2f} | {deleted.chunks_embedded} | vectors {vectors_before} → {vectors_after} |
 | one note renamed | {renamed.seconds:.2f} | {renamed.chunks_embedded} | {renamed.moved} moved |
 
-Index: {status['notes']} notes, {status['chunks']} chunks, {status['links']} links
-({status['unresolved_links']} unresolved), {status['size_on_disk'] / 1e6:.1f} MB on disk.
+Index: {status["notes"]} notes, {status["chunks"]} chunks, {status["links"]} links
+({status["unresolved_links"]} unresolved), {status["size_on_disk"] / 1e6:.1f} MB on disk.
 Failed files:{failed}
 """
     write_section("index", "Indexing a real vault", body)

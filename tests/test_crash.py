@@ -15,7 +15,18 @@ from vaultsearch.indexes.catalog import Catalog
 from vaultsearch.indexing.verify import verify_index
 
 N = 320  # the writer commits every 256 files: one batch lands, one is cut
-WORDS = "river mountain cloud forest desert ocean valley glacier meadow canyon".split()
+WORDS = [
+    "river",
+    "mountain",
+    "cloud",
+    "forest",
+    "desert",
+    "ocean",
+    "valley",
+    "glacier",
+    "meadow",
+    "canyon",
+]
 
 
 def _many_notes(n: int) -> dict[str, str | bytes]:
@@ -47,7 +58,16 @@ def test_sigkill_mid_batch_then_rerun(tmp_path: Path, embedder: object) -> None:
     root = write_files(tmp_path / "vault", _many_notes(N))
     index_dir = tmp_path / "index"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "vaultsearch.cli", "index", str(root), "--index-dir", str(index_dir), "--quiet"],
+        [
+            sys.executable,
+            "-m",
+            "vaultsearch.cli",
+            "index",
+            str(root),
+            "--index-dir",
+            str(index_dir),
+            "--quiet",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )

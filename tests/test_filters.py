@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from vaultsearch.errors import QueryError
-from vaultsearch.search.filters import NoteMeta, SearchFilters, folder_matches, parse_date, tag_matches
+from vaultsearch.search.filters import (
+    NoteMeta,
+    SearchFilters,
+    folder_matches,
+    parse_date,
+    tag_matches,
+)
 
 
 def test_tags_are_hierarchical_and_case_insensitive() -> None:

@@ -73,6 +73,11 @@ def test_recency_no_tiers() -> None:
 
 
 def test_tied_ranks_share_a_rank() -> None:
-    assert tied_ranks([("a", 3.0), ("b", 2.0), ("c", 2.0), ("d", 1.0)]) == {"a": 1, "b": 2, "c": 2, "d": 4}
+    assert tied_ranks([("a", 3.0), ("b", 2.0), ("c", 2.0), ("d", 1.0)]) == {
+        "a": 1,
+        "b": 2,
+        "c": 2,
+        "d": 4,
+    }
     scores = weighted_rrf({"kw": {"x": 1, "y": 1}}, {}, 60)
     assert scores["x"] == scores["y"] == pytest.approx(1 / 61)

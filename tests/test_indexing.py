@@ -12,7 +12,7 @@ from vaultsearch import Vault
 from vaultsearch.indexes.graph import load_graph
 from vaultsearch.indexes.keywords import KeywordIndex
 from vaultsearch.indexes.vectors import VectorIndex
-from vaultsearch.indexing.verify import keyword_chunk_ids, verify_index
+from vaultsearch.indexing.verify import verify_index
 
 NOTES: dict[str, str | bytes] = {
     "Alpha.md": """
@@ -52,7 +52,7 @@ def _vector_count(v: Vault) -> int:
 
 
 def _keyword_ids(v: Vault) -> list[int]:
-    return keyword_chunk_ids(KeywordIndex(v.layout.keywords))
+    return KeywordIndex(v.layout.keywords).all_chunk_ids()
 
 
 def test_first_index_then_nothing_to_do(vault: Vault) -> None:
@@ -169,7 +169,10 @@ def test_manifest_is_deterministic_and_check_reports(vault: Vault) -> None:
     vault.index()
     manifest = vault.layout.manifest.read_text()
     data = json.loads(manifest)
-    assert data["embedding"] == {"model": "sentence-transformers/all-MiniLM-L6-v2", "dimension": 384}
+    assert data["embedding"] == {
+        "model": "sentence-transformers/all-MiniLM-L6-v2",
+        "dimension": 384,
+    }
     assert data["chunking"] == {"size": 1000, "overlap": 100}
     assert "generation" not in manifest and "last_indexed" not in manifest
     assert vault.check().status == "current"

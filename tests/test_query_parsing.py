@@ -19,7 +19,24 @@ def test_operators() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ['C++', '"', 'a:b', '(', '*', '-', '--', 'foo AND OR NOT', '[[x]]', '"unbalanced', 'tag:', "~!@#$%^&*()", 'title:x^3', '\\', "{}", ""],
+    [
+        "C++",
+        '"',
+        "a:b",
+        "(",
+        "*",
+        "-",
+        "--",
+        "foo AND OR NOT",
+        "[[x]]",
+        '"unbalanced',
+        "tag:",
+        "~!@#$%^&*()",
+        "title:x^3",
+        "\\",
+        "{}",
+        "",
+    ],
 )
 def test_hostile_text_never_raises(text: str) -> None:
     parse_query(text)

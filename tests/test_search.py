@@ -92,7 +92,9 @@ def test_modes_and_explain(vault: Vault) -> None:
         assert hits[0].heading_path == "Tomatoes > Pests", mode
     ex = vault.search("hornworms", mode="hybrid", explain=True)[0].explain
     assert ex is not None and ex["keyword"]["rank"] == 1 and "semantic" in ex and "rrf" in ex
-    assert "semantic" not in (vault.search("hornworms", mode="keyword", explain=True)[0].explain or {})
+    assert "semantic" not in (
+        vault.search("hornworms", mode="keyword", explain=True)[0].explain or {}
+    )
 
 
 def test_bad_arguments(vault: Vault) -> None:
@@ -106,7 +108,21 @@ def test_bad_arguments(vault: Vault) -> None:
 
 @pytest.mark.parametrize(
     "query",
-    ['C++', '"', 'title:(', 'a AND OR NOT b', '*', '-', '-"', 'tag:', '(((', 'x^2 ~3', '"unclosed phrase', "\\", ""],
+    [
+        "C++",
+        '"',
+        "title:(",
+        "a AND OR NOT b",
+        "*",
+        "-",
+        '-"',
+        "tag:",
+        "(((",
+        "x^2 ~3",
+        '"unclosed phrase',
+        "\\",
+        "",
+    ],
 )
 @pytest.mark.parametrize("mode", ["keyword", "hybrid"])
 def test_hostile_queries_never_raise(vault: Vault, query: str, mode: str) -> None:
@@ -116,17 +132,23 @@ def test_hostile_queries_never_raise(vault: Vault, query: str, mode: str) -> Non
 def test_tag_filter_is_hierarchical(vault: Vault) -> None:
     paths = {h.path for h in vault.search("notes", tags=["garden"], top_k=10)}
     assert paths == {"garden/Tomatoes.md", "garden/Composting.md"}
-    assert {h.path for h in vault.search("notes", tags=["garden/vegetables"])} == {"garden/Tomatoes.md"}
+    assert {h.path for h in vault.search("notes", tags=["garden/vegetables"])} == {
+        "garden/Tomatoes.md"
+    }
     assert {h.path for h in vault.search("tag:work planning")} == {"work/Meetings.md"}
 
 
 def test_folder_filter_forms(vault: Vault) -> None:
-    assert {h.path for h in vault.search("planning", folders=["archive"])} == {"work/archive/Old Plans.md"}
+    assert {h.path for h in vault.search("planning", folders=["archive"])} == {
+        "work/archive/Old Plans.md"
+    }
     assert {h.path for h in vault.search("planning", folders=["/work"])} == {
         "work/Meetings.md",
         "work/archive/Old Plans.md",
     }
-    assert {h.path for h in vault.search("planning", folders=["work/*"])} == {"work/archive/Old Plans.md"}
+    assert {h.path for h in vault.search("planning", folders=["work/*"])} == {
+        "work/archive/Old Plans.md"
+    }
     assert vault.search("planning", folders=["/nowhere"]) == []
 
 
@@ -140,7 +162,9 @@ def test_filtered_query_still_returns_k(vault: Vault) -> None:
 
 
 def test_where_and_dates(vault: Vault) -> None:
-    assert {h.path for h in vault.search("garden", where={"status": "draft"})} == {"garden/Composting.md"}
+    assert {h.path for h in vault.search("garden", where={"status": "draft"})} == {
+        "garden/Composting.md"
+    }
     assert {h.path for h in vault.search("garden", where={"status": ["draft", "done"]})} == {
         "garden/Composting.md",
         "garden/Tomatoes.md",

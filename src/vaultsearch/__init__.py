@@ -1,9 +1,9 @@
 """vaultsearch: local-first hybrid search over a folder of Markdown notes.
 
-    >>> from vaultsearch import Vault
-    >>> vault = Vault.open("docs")               # doctest: +SKIP
-    >>> vault.index()                            # doctest: +SKIP
-    >>> vault.search("how is a rebuild decided") # doctest: +SKIP
+>>> from vaultsearch import Vault
+>>> vault = Vault.open("docs")               # doctest: +SKIP
+>>> vault.index()                            # doctest: +SKIP
+>>> vault.search("how is a rebuild decided") # doctest: +SKIP
 """
 
 from vaultsearch.config import Config, load_config

@@ -178,7 +178,9 @@ def _common(p: argparse.ArgumentParser, vault_positional: bool = True) -> None:
     if vault_positional:
         p.add_argument("vault", nargs="?", default=".", help="the vault folder (default: .)")
     p.add_argument("--index-dir", help="where the index lives (default: <vault>/.vaultsearch)")
-    p.add_argument("--config", help="a config.toml (default: $VAULTSEARCH_CONFIG, then the vault's)")
+    p.add_argument(
+        "--config", help="a config.toml (default: $VAULTSEARCH_CONFIG, then the vault's)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -191,7 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("index", help="build or update the index of a vault")
     _common(p)
-    p.add_argument("--full", action="store_true", help="re-parse every note and rebuild all indexes")
+    p.add_argument(
+        "--full", action="store_true", help="re-parse every note and rebuild all indexes"
+    )
     p.add_argument(
         "--check", action="store_true", help="exit 0 if current, 1 if an update/rebuild is needed"
     )
@@ -250,7 +254,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"fix: {exc.fix}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted: what was committed is kept; run the command again to go on.", file=sys.stderr)
+        print(
+            "interrupted: what was committed is kept; run the command again to go on.",
+            file=sys.stderr,
+        )
         return 130
     except BrokenPipeError:
         return 0

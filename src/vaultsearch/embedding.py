@@ -7,6 +7,7 @@ and the MCP handshake never pay for it. Nothing is ever downloaded at run time.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -16,6 +17,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from vaultsearch._runtime import cpu_supports_bf16, prepare_openmp
 from vaultsearch.config import DEFAULT_MODEL, EmbeddingConfig
 from vaultsearch.errors import ModelLoadError
 
@@ -50,7 +52,7 @@ def resolve_model_path(model: str) -> Path | None:
     path = Path(model).expanduser()
     if path.is_dir():
         return path
-    if model.startswith((".", "/", "~")) or os.sep in model and model.count("/") != 1:
+    if model.startswith((".", "/", "~")) or (os.sep in model and model.count("/") != 1):
         raise ModelLoadError(f"The embedding model folder '{model}' does not exist.", fix=_FIX)
     return None
 
@@ -111,6 +113,7 @@ class Embedder:
         self._model: Any = None
         self._lock = threading.Lock()
         self._dim: int | None = model_dimension(config.model)
+        self._autocast = False
 
     @property
     def loaded(self) -> bool:
@@ -131,10 +134,15 @@ class Embedder:
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
             os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
             os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+            prepare_openmp()
             folder = resolve_model_path(self.config.model)
             name = str(folder) if folder is not None else self.config.model
             try:
+                import torch
                 from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+
+                torch.set_num_threads(self.threads)
+                self._autocast = self._use_bf16()
 
                 model = HuggingFaceEmbedding(
                     model_name=name,
@@ -148,17 +156,38 @@ class Embedder:
                     f"({type(exc).__name__}: {str(exc).splitlines()[0][:200]}).",
                     fix=_FIX,
                 ) from exc
-            self._dim = len(model.get_query_embedding("dimension probe"))
             self._model = model
+            self._dim = len(self.embed_query("dimension probe"))
             return model
+
+    @property
+    def threads(self) -> int:
+        return self.config.threads or max(1, (os.cpu_count() or 2) // 2)
+
+    def _use_bf16(self) -> bool:
+        p = self.config.precision
+        return self.config.device == "cpu" and (
+            p == "bfloat16" or (p == "auto" and cpu_supports_bf16())
+        )
+
+    def _precision(self) -> contextlib.AbstractContextManager[Any]:
+        """bf16 autocast: 1.75x the throughput here, cosine 0.99996 to float32."""
+        if not self._autocast:
+            return contextlib.nullcontext()
+        import torch
+
+        return torch.autocast("cpu", dtype=torch.bfloat16)
 
     def embed_texts(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         model = self._load()
-        vectors = model.get_text_embedding_batch(texts)
+        with self._precision():
+            vectors = model.get_text_embedding_batch(texts)
         return np.asarray(vectors, dtype=np.float32)
 
     def embed_query(self, text: str) -> np.ndarray:
-        model = self._load()
-        return np.asarray(model.get_query_embedding(text), dtype=np.float32)
+        model = self._model if self._model is not None else self._load()
+        with self._precision():
+            vector = model.get_query_embedding(text)
+        return np.asarray(vector, dtype=np.float32)

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
     from vaultsearch.search.orchestrator import QueryOrchestrator
 
 
-def resolve_index_dir(vault: Path, config: Config, index_dir: str | os.PathLike[str] | None) -> Path:
+def resolve_index_dir(
+    vault: Path, config: Config, index_dir: str | os.PathLike[str] | None
+) -> Path:
     """--index-dir, then the config's vault.index_dir (relative to the vault), then
     ``<vault>/.vaultsearch``."""
     if index_dir:

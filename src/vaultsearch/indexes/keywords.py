@@ -11,6 +11,7 @@ import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import tantivy
@@ -148,5 +149,17 @@ class KeywordIndex:
         hits = searcher.search(query, k, count=False).hits
         if not hits:
             return []
-        ids = searcher.fast_field_values("chunk_id", [addr for _, addr in hits])
-        return [(int(cid), float(score)) for (score, _), cid in zip(hits, ids, strict=True)]
+        ids = _chunk_ids(searcher, [addr for _, addr in hits])
+        return [(cid, float(score)) for (score, _), cid in zip(hits, ids, strict=True)]
+
+    def all_chunk_ids(self) -> list[int]:
+        """Every document's chunk id: what ``check`` compares with the catalog."""
+        searcher = self.index.searcher()
+        if searcher.num_docs == 0:
+            return []
+        hits = searcher.search(tantivy.Query.all_query(), searcher.num_docs, count=False).hits
+        return _chunk_ids(searcher, [addr for _, addr in hits])
+
+
+def _chunk_ids(searcher: tantivy.Searcher, addresses: list[tantivy.DocAddress]) -> list[int]:
+    return [int(cast(int, v)) for v in searcher.fast_field_values("chunk_id", addresses)]

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-import faiss
-import numpy as np
+from vaultsearch._runtime import prepare_openmp
 
-from vaultsearch.indexing.atomic import atomic_write_bytes
+prepare_openmp()
+
+import faiss  # noqa: E402
+import numpy as np  # noqa: E402
+
+from vaultsearch.indexing.atomic import atomic_write_bytes  # noqa: E402
 
 
 def normalize(vectors: np.ndarray) -> np.ndarray:
@@ -25,9 +30,10 @@ def normalize(vectors: np.ndarray) -> np.ndarray:
 
 
 class VectorIndex:
-    def __init__(self, dim: int, index: faiss.Index | None = None) -> None:
+    def __init__(self, dim: int, index: Any = None) -> None:
         self.dim = dim
-        self.index = index if index is not None else faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
+        # Any: faiss's SWIG stubs describe the C++ signatures, not the numpy wrappers
+        self.index: Any = index if index is not None else faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
 
     @classmethod
     def load(cls, path: Path) -> VectorIndex:
@@ -68,7 +74,8 @@ class VectorIndex:
         if allowed is not None:
             if len(allowed) == 0:
                 return []
-            params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(allowed.astype(np.int64)))
+            selector = faiss.IDSelectorBatch(allowed.astype(np.int64))
+            params = faiss.SearchParameters(sel=selector)  # type: ignore[call-arg]
         k = min(k, int(self.index.ntotal))
         scores, ids = self.index.search(normalize(query), k, params=params)
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i != -1]

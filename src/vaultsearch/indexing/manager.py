@@ -231,7 +231,9 @@ class IndexManager:
 
         self.progress.start(len(plan.changed) + len(plan.moved))
         try:
-            batches = [plan.changed[i : i + BATCH_FILES] for i in range(0, len(plan.changed), BATCH_FILES)]
+            batches = [
+                plan.changed[i : i + BATCH_FILES] for i in range(0, len(plan.changed), BATCH_FILES)
+            ]
             for n, batch in enumerate(batches or [[]]):
                 self._commit_batch(
                     catalog, vectors, keywords, plan if n == 0 else None, batch, summary,
@@ -304,7 +306,9 @@ class IndexManager:
         summary.chunks_written += len(added_ids)
 
         vectors.remove(removed_ids)
-        vectors.add(added_ids, catalog.vectors_by_ids(self.embedder.model_id, vectors.dim, added_ids))
+        vectors.add(
+            added_ids, catalog.vectors_by_ids(self.embedder.model_id, vectors.dim, added_ids)
+        )
         keywords.delete_paths(stale_paths)
         keywords.add(docs)
         self._commit_derived(catalog, vectors, keywords, generation, manifest, summary)
@@ -342,7 +346,9 @@ class IndexManager:
                 continue
             for c in catalog.chunks_of(row.id):
                 docs.append(
-                    KeywordDoc(c.id, row.path, row.title, row.aliases, c.heading_path, row.tags, c.text)
+                    KeywordDoc(
+                        c.id, row.path, row.title, row.aliases, c.heading_path, row.tags, c.text
+                    )
                 )
         return docs
 
@@ -468,7 +474,9 @@ def all_keyword_docs(catalog: Catalog) -> Iterable[KeywordDoc]:
         yield KeywordDoc(c.id, n.path, n.title, n.aliases, c.heading_path, n.tags, c.text)
 
 
-def _keyword_docs(note: ParsedNote, chunks: Sequence[Chunk], ids: Sequence[int]) -> list[KeywordDoc]:
+def _keyword_docs(
+    note: ParsedNote, chunks: Sequence[Chunk], ids: Sequence[int]
+) -> list[KeywordDoc]:
     return [
         KeywordDoc(i, note.path, note.title, note.aliases, c.heading_path, note.tags, c.text)
         for c, i in zip(chunks, ids, strict=True)

@@ -28,9 +28,9 @@ def expected_manifest(config: Config, dimension: int | None = None) -> dict[str,
         "spec_version": SPEC_VERSION,
         "embedding": {
             "model": model_id(config.embedding.model),
-            "dimension": dimension if dimension is not None else model_dimension(
-                config.embedding.model
-            ),
+            "dimension": dimension
+            if dimension is not None
+            else model_dimension(config.embedding.model),
         },
         "parsers": dict(config.parsers),
         "chunking": {"size": config.chunking.size, "overlap": config.chunking.overlap},
@@ -39,7 +39,7 @@ def expected_manifest(config: Config, dimension: int | None = None) -> dict[str,
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(value, dict) and not (prefix == "parsers"):
+    if isinstance(value, dict) and prefix != "parsers":
         out: dict[str, Any] = {}
         for k, v in value.items():
             out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))

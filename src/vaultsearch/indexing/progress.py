@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Protocol, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 
 class Progress(Protocol):
@@ -74,7 +77,7 @@ class RichProgress:
             TimeRemainingColumn(),
             transient=False,
         )
-        self.task = None
+        self.task: TaskID | None = None
         self.chunks = 0
         self.t0 = 0.0
 

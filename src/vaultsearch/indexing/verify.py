@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import tantivy
-
 from vaultsearch.indexes.catalog import Catalog
 from vaultsearch.indexes.graph import load_graph
 from vaultsearch.indexes.keywords import KeywordIndex
@@ -43,15 +41,6 @@ def _diff(name: str, have: set[int], want: set[int]) -> list[str]:
     return out
 
 
-def keyword_chunk_ids(index: KeywordIndex) -> list[int]:
-    searcher = index.index.searcher()
-    n = searcher.num_docs
-    if n == 0:
-        return []
-    hits = searcher.search(tantivy.Query.all_query(), n, count=False).hits
-    return [int(v) for v in searcher.fast_field_values("chunk_id", [a for _, a in hits])]
-
-
 def verify_index(manager: IndexManager) -> CheckReport:
     layout: IndexLayout = manager.layout
     report = CheckReport()
@@ -79,7 +68,7 @@ def verify_index(manager: IndexManager) -> CheckReport:
         except Exception as exc:
             report.problems.append(f"vectors: unreadable ({exc})")
         try:
-            kw_ids = keyword_chunk_ids(KeywordIndex(layout.keywords, manager.config.keyword.stemming))
+            kw_ids = KeywordIndex(layout.keywords, manager.config.keyword.stemming).all_chunk_ids()
             report.counts["keyword_docs"] = len(kw_ids)
             if len(kw_ids) != len(set(kw_ids)):
                 report.problems.append("keywords: duplicate documents")
@@ -96,7 +85,10 @@ def verify_index(manager: IndexManager) -> CheckReport:
         except Exception as exc:
             report.problems.append(f"graph: unreadable ({exc})")
         plan = plan_changes(
-            manager.scan(), catalog.file_states(), catalog.failures(), manager.config.vault.max_file_size
+            manager.scan(),
+            catalog.file_states(),
+            catalog.failures(),
+            manager.config.vault.max_file_size,
         )
         report.problems += [f"files: {d} since the last index run" for d in describe_plan(plan)]
     finally:

@@ -24,6 +24,7 @@ from vaultsearch.indexing.layout import IndexLayout
 from vaultsearch.models import Hit
 from vaultsearch.search.filters import SearchFilters
 from vaultsearch.search.fusion import (
+    GraphBoost,
     graph_boost,
     rank_items,
     recency_multiplier,
@@ -169,7 +170,7 @@ class QueryOrchestrator:
                 continue
             note_chunks.setdefault(nid, []).append(cid)
             note_scores.setdefault(nid, chunk_scores[cid])
-        boosts = {}
+        boosts: dict[str, GraphBoost] = {}
         if s.graph_boost and s.graph_share > 0 and snap.graph.number_of_edges():
             path_scores = {snap.notes[n].path: v for n, v in note_scores.items()}
             boosted, boosts = graph_boost(
@@ -253,7 +254,10 @@ class QueryOrchestrator:
             info = dict(c.explain) if explain else None
             if info is not None and len(groups) > 1:
                 info["more"] = [
-                    {"heading_path": " > ".join(g.heading_path), "lines": [g.start_line, g.end_line]}
+                    {
+                        "heading_path": " > ".join(g.heading_path),
+                        "lines": [g.start_line, g.end_line],
+                    }
                     for g in groups[1:]
                 ]
             hits.append(
@@ -278,8 +282,10 @@ def merge_chunks(chunks: list[ChunkRow]) -> list[ChunkRow]:
     groups: list[ChunkRow] = []
     for ch in chunks:
         for i, g in enumerate(groups):
-            if ch.start_line <= g.end_line + 1 and g.start_line <= ch.end_line + 1 and (
-                ch.heading_path == g.heading_path
+            if (
+                ch.start_line <= g.end_line + 1
+                and g.start_line <= ch.end_line + 1
+                and (ch.heading_path == g.heading_path)
             ):
                 groups[i] = ChunkRow(
                     g.id, g.note_id, g.ordinal, g.heading_path,
@@ -292,4 +298,3 @@ def merge_chunks(chunks: list[ChunkRow]) -> list[ChunkRow]:
         else:
             groups.append(ch)
     return groups
-

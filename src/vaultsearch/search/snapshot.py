@@ -59,7 +59,9 @@ class Snapshot:
                 )
             }
             pairs = np.array(
-                catalog.db.execute("SELECT id, note_id FROM chunks ORDER BY note_id, id").fetchall(),
+                catalog.db.execute(
+                    "SELECT id, note_id FROM chunks ORDER BY note_id, id"
+                ).fetchall(),
                 dtype=np.int64,
             ).reshape(-1, 2)
         finally:
