@@ -173,6 +173,65 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- check, init, watch, mcp ----------------------------------------------------------
+def cmd_check(args: argparse.Namespace) -> int:
+    from vaultsearch.indexing.verify import verify_index
+
+    vault = _open(args)
+    vault.require_index()
+    repaired: dict[str, Any] | None = None
+    if args.repair:
+        manager = vault.manager()
+        fixed = manager.repair()
+        update = vault.index()
+        repaired = {"derived": fixed.repaired, "update": update.to_dict()}
+    report = verify_index(vault.manager())
+    if args.json:
+        _print_json({**report.to_dict(), "repaired": repaired})
+    else:
+        counts = ", ".join(f"{k} {v}" for k, v in report.counts.items())
+        print(("consistent" if report.ok else "inconsistent") + f" ({counts})")
+        for problem in report.problems:
+            print(f"  - {problem}")
+        if repaired is not None:
+            for line in repaired["derived"]:
+                print(f"  repaired {line}")
+    return 0 if report.ok else 1
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from vaultsearch.config import template_text
+
+    root = Path(args.vault).expanduser()
+    if not root.is_dir():
+        raise VaultsearchError(
+            f"The vault folder {root} does not exist.", fix="create it, or pass an existing folder"
+        )
+    target = root / ".vaultsearch" / "config.toml"
+    if target.exists() and not args.force:
+        raise VaultsearchError(
+            f"{target} already exists.", fix=f"edit it, or run 'vaultsearch init {root} --force'"
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(template_text(), encoding="utf-8")
+    print(f"wrote {target}")
+    return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from vaultsearch.indexing.watcher import watch_forever
+
+    return watch_forever(_open(args))
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from vaultsearch.server.app import run_server
+
+    return run_server(
+        _open(args), http=args.http, host=args.host, port=args.port, watch=not args.no_watch
+    )
+
+
 # --- parser -----------------------------------------------------------------------
 def _common(p: argparse.ArgumentParser, vault_positional: bool = True) -> None:
     if vault_positional:
@@ -236,6 +295,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, help="only the first N judged queries")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=cmd_eval)
+
+    p = sub.add_parser("check", help="verify the indexes against the catalog and the files")
+    _common(p)
+    p.add_argument("--repair", action="store_true", help="fix differences without re-embedding")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=cmd_check)
+
+    p = sub.add_parser("init", help="write a commented config into VAULT/.vaultsearch/")
+    p.add_argument("vault", nargs="?", default=".", help="the vault folder (default: .)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing config")
+    p.set_defaults(handler=cmd_init)
+
+    p = sub.add_parser("watch", help="keep the index current as files change")
+    _common(p)
+    p.set_defaults(handler=cmd_watch)
+
+    p = sub.add_parser("mcp", help="serve the vault to agents over MCP (stdio by default)")
+    _common(p)
+    p.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP host (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, help="HTTP port (default: 8765)")
+    p.add_argument("--no-watch", action="store_true", help="do not watch the vault for changes")
+    p.set_defaults(handler=cmd_mcp)
 
     return parser
 

@@ -200,6 +200,11 @@ def _validate(cfg: Config) -> None:
         raise ConfigError(f"Config table '[parsers]' is invalid: {exc}") from None
 
 
+def template_text() -> str:
+    """The commented example config: every key with its default (``vaultsearch init``)."""
+    return (Path(__file__).parent / "config.toml.example").read_text(encoding="utf-8")
+
+
 def config_from_dict(raw: dict[str, Any], source: str = "<dict>") -> Config:
     """Build a validated Config from parsed TOML; the single entry for every source."""
     kwargs: dict[str, Any] = {"source": source}

@@ -42,6 +42,7 @@ class Vault:
         self.layout = IndexLayout(index_dir)
         self.embedder = Embedder.shared(config.embedding)
         self._orchestrator: QueryOrchestrator | None = None
+        self._manager: IndexManager | None = None
         self._lock = threading.Lock()
 
     @classmethod
@@ -66,12 +67,16 @@ class Vault:
     def index_dir(self) -> Path:
         return self.layout.root
 
-    def manager(self, progress: Progress | None = None) -> IndexManager:
-        return IndexManager(self.root, self.index_dir, self.config, self.embedder, progress)
+    def manager(self) -> IndexManager:
+        """One per Vault: it owns this process's writer lock on the index."""
+        with self._lock:
+            if self._manager is None:
+                self._manager = IndexManager(self.root, self.index_dir, self.config, self.embedder)
+            return self._manager
 
     def index(self, full: bool = False, progress: Progress | None = None) -> IndexSummary:
         """Bring the index up to date with the vault; returns what changed."""
-        summary = self.manager(progress).update(full=full)
+        summary = self.manager().update(full=full, progress=progress)
         if self._orchestrator is not None:
             self._orchestrator.refresh()
         return summary

@@ -9,7 +9,8 @@ indexes, and the next open brings them level from the catalog without the model.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -160,30 +161,35 @@ class IndexManager:
         return IndexCheck("update" if reasons else "current", reasons, [], n)
 
     # --- writing --------------------------------------------------------------
-    def update(self, full: bool = False) -> IndexSummary:
-        if not self.lock.acquire():
+    @contextmanager
+    def _writing(self, fix: str) -> Iterator[Catalog]:
+        """The writer lock (kept if the caller already held it) and a catalog."""
+        acquired = not self.lock.held
+        if acquired and not self.lock.acquire():
             raise IndexBusyError(
                 f"Another vaultsearch process is writing the index at {self.layout.root}.",
-                fix="wait for it to finish, or stop the other 'vaultsearch index/watch/mcp'",
+                fix=fix,
             )
         catalog = Catalog(self.layout.catalog)
         try:
-            return self._update(catalog, full)
+            yield catalog
         finally:
             catalog.close()
-            self.lock.release()
+            if acquired:
+                self.lock.release()
+
+    def update(self, full: bool = False, progress: Progress | None = None) -> IndexSummary:
+        if progress is not None:
+            self.progress = progress
+        fix = "wait for it to finish, or stop the other 'vaultsearch index/watch/mcp'"
+        with self._writing(fix) as catalog:
+            return self._update(catalog, full)
 
     def repair(self) -> IndexSummary:
         """Bring FAISS, Tantivy and the graph level with the catalog, from cached
         vectors only: what opening after a crash, and ``check --repair``, need."""
         summary = IndexSummary()
-        if not self.lock.acquire():
-            raise IndexBusyError(
-                f"Another vaultsearch process is writing the index at {self.layout.root}.",
-                fix="wait for it to finish; the writer repairs the index itself",
-            )
-        catalog = Catalog(self.layout.catalog)
-        try:
+        with self._writing("wait for it to finish; the writer repairs the index itself") as catalog:
             t0 = time.perf_counter()
             dim = self.embedder.dimension
             vectors = self._open_vectors(catalog, dim, False, summary)
@@ -192,9 +198,6 @@ class IndexManager:
             self._commit_derived(catalog, vectors, keywords, catalog.generation, manifest, summary)
             summary.seconds = time.perf_counter() - t0
             return summary
-        finally:
-            catalog.close()
-            self.lock.release()
 
     def _update(self, catalog: Catalog, full: bool) -> IndexSummary:
         t0 = time.perf_counter()
