@@ -70,11 +70,18 @@ def run_eval(
     for mode in modes:
         run: dict[str, list[str]] = {}
         vault.search(texts[ids[0]], top_k=100, mode=mode)  # warm: model load, snapshot open
-        t0 = time.perf_counter()
+        latencies = []
         for qid in ids:
+            t0 = time.perf_counter()
             hits = vault.search(texts[qid], top_k=100, mode=mode)
+            latencies.append(1000 * (time.perf_counter() - t0))
             run[qid] = [doc_of.get(h.path, h.path) for h in hits]
-        elapsed = time.perf_counter() - t0
         scores = evaluate(run, {q: judged[q] for q in ids})
-        results[mode] = {**scores, "ms_per_query": 1000 * elapsed / max(len(ids), 1)}
+        latencies.sort()
+        results[mode] = {
+            **scores,
+            "ms_per_query": sum(latencies) / max(len(latencies), 1),
+            "p50_ms": latencies[len(latencies) // 2] if latencies else 0.0,
+            "p95_ms": latencies[int(len(latencies) * 0.95)] if latencies else 0.0,
+        }
     return results

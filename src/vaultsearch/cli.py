@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from vaultsearch import __version__
-from vaultsearch.errors import VaultsearchError
+from vaultsearch.errors import VaultsearchError, environment_error_sentence
 from vaultsearch.vault import Vault
 
 Handler = Callable[[argparse.Namespace], int]
@@ -343,22 +343,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except OSError as exc:
-        if args.debug:
-            traceback.print_exc()
-        print(f"error: {_os_error_sentence(exc)}", file=sys.stderr)
+    except Exception as exc:
+        sentence = environment_error_sentence(exc)
+        if sentence is None or args.debug:
+            raise
+        print(f"error: {sentence}", file=sys.stderr)
         return 2
-
-
-def _os_error_sentence(exc: OSError) -> str:
-    import errno
-
-    where = f" ({exc.filename})" if exc.filename else ""
-    if exc.errno == errno.ENOSPC:
-        return f"The disk is full{where}; free some space and run the command again."
-    if exc.errno in (errno.EACCES, errno.EPERM):
-        return f"Permission denied{where}; choose a folder you can write with --index-dir."
-    return f"{exc.strerror or exc}{where}."
 
 
 if __name__ == "__main__":

@@ -47,3 +47,23 @@ class PathOutsideVaultError(VaultsearchError):
 
 class IndexBusyError(VaultsearchError):
     """Another process holds the writer lock of this index."""
+
+
+def environment_error_sentence(exc: BaseException) -> str | None:
+    """One sentence for the machine's own refusals (disk full, no permission), which
+    reach us as OSError, sqlite3 or Tantivy errors with different wording."""
+    import errno
+
+    text = str(exc)
+    where = f" ({exc.filename})" if isinstance(exc, OSError) and exc.filename else ""
+    code = exc.errno if isinstance(exc, OSError) else None
+    if code == errno.ENOSPC or "No space left" in text or "disk is full" in text:
+        return f"The disk is full{where}; free some space and run the command again."
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS) or "readonly database" in text:
+        return (
+            f"Permission denied{where}: this folder cannot be written; "
+            "choose one you can write with --index-dir."
+        )
+    if isinstance(exc, OSError):
+        return f"{exc.strerror or exc}{where}."
+    return None

@@ -32,14 +32,15 @@ def expected_manifest(config: Config, dimension: int | None = None) -> dict[str,
             if dimension is not None
             else model_dimension(config.embedding.model),
         },
-        "parsers": dict(config.parsers),
+        # a list, not a table: the first matching glob wins, so order shapes the index
+        "parsers": [[glob, name] for glob, name in config.parsers.items()],
         "chunking": {"size": config.chunking.size, "overlap": config.chunking.overlap},
         "keyword": {"tokenizer": tokenizer_name(config.keyword.stemming)},
     }
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(value, dict) and prefix != "parsers":
+    if isinstance(value, dict):
         out: dict[str, Any] = {}
         for k, v in value.items():
             out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))

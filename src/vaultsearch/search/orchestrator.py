@@ -17,7 +17,7 @@ import numpy as np
 
 from vaultsearch.config import Config
 from vaultsearch.embedding import Embedder
-from vaultsearch.errors import QueryError
+from vaultsearch.errors import IndexIncompatibleError, QueryError
 from vaultsearch.indexes.catalog import ChunkRow
 from vaultsearch.indexes.graph import neighbours
 from vaultsearch.indexing.layout import IndexLayout
@@ -99,6 +99,13 @@ class QueryOrchestrator:
         if parsed.empty and not parsed.text:
             return []
         snap = self.snapshot()
+        if mode != "keyword" and snap.model and snap.model != self.embedder.model_id:
+            raise IndexIncompatibleError(
+                f"The index was built with the embedding model '{snap.model}', but the "
+                f"configuration asks for '{self.embedder.model_id}'.",
+                fix="run 'vaultsearch index' to rebuild with the configured model, "
+                "or set embedding.model back; keyword search (--mode keyword) still works",
+            )
         allowed_notes = snap.allowed_notes(filters)
         if allowed_notes is not None and not allowed_notes:
             return []

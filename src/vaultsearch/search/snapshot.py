@@ -45,6 +45,8 @@ class Snapshot:
     note_of_chunk: dict[int, int]
     chunks_by_note: dict[int, np.ndarray]
     boosts: dict[str, float]
+    model: str | None
+    """The embedding model the index was built with, from its manifest."""
 
     @classmethod
     def open(cls, layout: IndexLayout, config: Config) -> Snapshot:
@@ -88,6 +90,7 @@ class Snapshot:
             note_by_path={n.path: i for i, n in notes.items()},
             note_of_chunk=note_of_chunk,
             chunks_by_note=chunks_by_note,
+            model=(manifest.get("embedding") or {}).get("model"),
             boosts={
                 "title": k.title_boost,
                 "aliases": k.aliases_boost,
