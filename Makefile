@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 QUERY  ?= how does vaultsearch decide that a rebuild is needed
 
-.PHONY: setup demo index test check lint bench bench-quality bench-latency bench-index clean
+.PHONY: setup demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-tune clean
 
 setup: $(STAMP)
 
@@ -31,7 +31,7 @@ test: setup check
 check: setup
 	$(BIN)/python scripts/check
 
-bench: bench-index bench-quality bench-latency
+bench: bench-index bench-quality bench-latency bench-mcp bench-live
 
 bench-index: setup
 	$(BIN)/python bench/index_vault.py
@@ -41,6 +41,15 @@ bench-quality: setup
 
 bench-latency: setup
 	$(BIN)/python bench/latency.py
+
+bench-mcp: setup
+	$(BIN)/python bench/mcp_latency.py
+
+bench-live: setup
+	$(BIN)/python bench/live_sync.py
+
+bench-tune: setup
+	$(BIN)/python bench/tune.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -227,3 +227,18 @@ def test_search_without_index_says_how_to_fix(tmp_path: Path) -> None:
     with pytest.raises(IndexMissingError) as err:
         Vault.open(tmp_path).search("x")
     assert err.value.fix and "vaultsearch index" in err.value.fix
+
+
+def test_reranker_orders_the_head_by_cross_encoder_score(vault: Vault) -> None:
+    """No cross-encoder ships here, so the bundled encoder stands in (with an untrained
+    scoring head): what is checked is the wiring, not the quality."""
+    from vaultsearch.embedding import bundled_model_path
+
+    reranked = _with(vault, reranker=str(bundled_model_path()), rerank_top=3)
+    hits = reranked.search("planning meeting design", top_k=5, explain=True)
+    head = [h for h in hits if h.explain and "rerank" in h.explain]
+    assert len(head) == min(3, len(hits))
+    assert [h.explain["rerank"] for h in head if h.explain] == sorted(
+        (h.explain["rerank"] for h in head if h.explain), reverse=True
+    )
+    assert all(h.score > 1.0 for h in head) and all(h.score < 1.0 for h in hits[len(head) :])

@@ -7,6 +7,7 @@ only model call at query time is the query itself.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -223,16 +224,14 @@ class QueryOrchestrator:
         head, tail = candidates[: s.rerank_top], candidates[s.rerank_top :]
         rows = snap.chunk_rows([c.chunks[0] for c in head])
         pairs = [(parsed.text, rows[c.chunks[0]].text) for c in head]
-        scores = model.predict(pairs)
+        scores = [float(s) for s in model.predict(pairs)]
         for c, score in zip(head, scores, strict=True):
-            c.explain["rerank"] = round(float(score), 6)
-        order = sorted(
-            range(len(head)), key=lambda i: (-float(scores[i]), snap.notes[head[i].note_id].path)
-        )
-        top = max(c.score for c in head)
-        for rank, i in enumerate(order):
-            head[i].score = top + (len(head) - rank)
-        return [head[i] for i in order] + tail
+            c.explain["rerank"] = round(score, 6)
+            c.explain["fused"] = round(c.score, 6)
+            # 1 + sigmoid keeps reranked hits above every fused score (those stay below 1)
+            c.score = 1.0 + 1.0 / (1.0 + math.exp(-score))
+        head.sort(key=lambda c: (-c.score, snap.notes[c.note_id].path))
+        return head + tail
 
     def _load_reranker(self) -> Any:
         if self._reranker is None:
