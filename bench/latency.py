@@ -19,10 +19,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import CACHE, SHARED, percentile, require, write_section  # noqa: E402
-
-from vaultsearch import Vault  # noqa: E402
-from vaultsearch.evaluation import load_corpus, load_queries, write_corpus_as_vault  # noqa: E402
+from _report import CACHE, SHARED, percentile, require, write_section
+from vaultsearch import Vault
+from vaultsearch.evaluation import load_corpus, load_queries, write_corpus_as_vault
 
 
 def build(target_chunks: int) -> Vault:
@@ -44,7 +43,10 @@ def build(target_chunks: int) -> Vault:
             _seed_embeddings(seed, vault)
         t = time.perf_counter()
         s = vault.index()
-        print(f"copy {copies}: {s.chunks_written} chunks, {s.chunks_embedded} embedded, {time.perf_counter() - t:.0f} s", flush=True)
+        print(
+            f"copy {copies}: {s.chunks_written} chunks, {s.chunks_embedded} embedded, {time.perf_counter() - t:.0f} s",
+            flush=True,
+        )
 
 
 def _mkdir(p: Path) -> Path:
@@ -89,17 +91,20 @@ def main() -> None:
                 tm = orch.last_timings
                 sem = tm["semantic_end"] - tm["semantic_start"]
                 kw = tm["keyword_end"] - tm["keyword_start"]
-                inter = min(tm["semantic_end"], tm["keyword_end"]) - max(tm["semantic_start"], tm["keyword_start"])
+                inter = min(tm["semantic_end"], tm["keyword_end"]) - max(
+                    tm["semantic_start"], tm["keyword_start"]
+                )
                 overlaps.append(max(inter, 0.0) / max(min(sem, kw), 1e-9))
                 branch_sum.append(1000 * (sem + kw))
         results[mode] = lat
 
     rows = "\n".join(
-        f"| {mode} | {percentile(v, 50):.1f} | {percentile(v, 95):.1f} | {max(v):.1f} |" for mode, v in results.items()
+        f"| {mode} | {percentile(v, 50):.1f} | {percentile(v, 95):.1f} | {max(v):.1f} |"
+        for mode, v in results.items()
     )
     hyb = results["hybrid"]
     body = f"""
-Index: {status['notes']} notes, {status['chunks']} chunks ({status['vectors']} vectors, {status['keyword_docs']}
+Index: {status["notes"]} notes, {status["chunks"]} chunks ({status["vectors"]} vectors, {status["keyword_docs"]}
 keyword documents), SciFact written into several folders. {len(texts)} SciFact claims as queries, top 10,
 warm (model loaded, index open), query embedding included.
 
@@ -107,7 +112,7 @@ warm (model loaded, index open), query embedding included.
 | --- | ---: | ---: | ---: |
 {rows}
 
-Target: hybrid p95 under 50 ms — {'met' if percentile(hyb, 95) < 50 else 'missed'} ({percentile(hyb, 95):.1f} ms).
+Target: hybrid p95 under 50 ms — {"met" if percentile(hyb, 95) < 50 else "missed"} ({percentile(hyb, 95):.1f} ms).
 
 Parallel retrieval: in hybrid queries the keyword branch ran {100 * sum(overlaps) / len(overlaps):.0f}% of its
 time (mean) alongside the semantic branch (embedding + FAISS); the sum of the two branches was

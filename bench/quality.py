@@ -11,10 +11,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import CACHE, SHARED, require, write_section  # noqa: E402
-
-from vaultsearch.beir import prepare_vault, run_eval  # noqa: E402
-from vaultsearch.config import load_config  # noqa: E402
+from _report import CACHE, SHARED, require, write_section
+from vaultsearch.beir import prepare_vault, run_eval
+from vaultsearch.config import load_config
 
 MODES = ("keyword", "semantic", "hybrid")
 
@@ -25,7 +24,11 @@ def main() -> None:
     parser.add_argument("--config", help="a config.toml to evaluate instead of the defaults")
     args = parser.parse_args()
     data = require(SHARED / "scifact")
-    corpus, queries, qrels = data / "corpus.jsonl", data / "queries.jsonl", data / "qrels" / "train.tsv"
+    corpus, queries, qrels = (
+        data / "corpus.jsonl",
+        data / "queries.jsonl",
+        data / "qrels" / "train.tsv",
+    )
     config = load_config(args.config)
     vault, doc_of = prepare_vault(corpus, CACHE / "scifact-eval", config)
     summary = vault.index()
@@ -39,7 +42,6 @@ def main() -> None:
     baseline_note = "Baseline not run (--no-baseline)."
     if not args.no_baseline:
         from baseline_llamaindex import run_baseline
-
         from vaultsearch.evaluation import load_corpus, load_qrels, load_queries
 
         b = run_baseline(load_corpus(corpus), load_queries(queries), load_qrels(qrels))
@@ -54,8 +56,8 @@ def main() -> None:
             f"Baseline build: {b['build_seconds']:.0f} s."
         )
     body = f"""
-Data: BEIR SciFact training split, {ours['hybrid']['queries']} judged queries, {status['notes']}
-documents written as notes ({status['chunks']} chunks). Configuration: {config.source}.
+Data: BEIR SciFact training split, {ours["hybrid"]["queries"]} judged queries, {status["notes"]}
+documents written as notes ({status["chunks"]} chunks). Configuration: {config.source}.
 Latency per query includes the query embedding (semantic, hybrid), top 100 notes.
 
 | system | nDCG@10 | Recall@100 | p50 ms | p95 ms |

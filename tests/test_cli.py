@@ -53,7 +53,9 @@ def test_index_status_search_json(vault: Path, capsys: pytest.CaptureFixture[str
     assert code == 0 and json.loads(out) == []
 
 
-def test_check_reports_field_and_incremental(vault: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_reports_field_and_incremental(
+    vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert run(capsys, "index", str(vault), "--quiet")[0] == 0
     code, out, _ = run(capsys, "index", str(vault), "--check")
     assert code == 0 and "current" in out
@@ -100,8 +102,23 @@ def test_index_built_by_another_model(vault: Path, capsys: pytest.CaptureFixture
     config = vault.parent / "other.toml"
     config.write_text(f'[embedding]\nmodel = "{vault.parent / "model-copy"}"\n')
     code, _, err = run(capsys, "search", "rivers", "--vault", str(vault), "--config", str(config))
-    assert code == 2 and "built with the embedding model" in err and "fix: run 'vaultsearch index'" in err
-    code, out, _ = run(capsys, "search", "rivers", "--vault", str(vault), "--config", str(config), "--mode", "keyword", "--json")
+    assert (
+        code == 2
+        and "built with the embedding model" in err
+        and "fix: run 'vaultsearch index'" in err
+    )
+    code, out, _ = run(
+        capsys,
+        "search",
+        "rivers",
+        "--vault",
+        str(vault),
+        "--config",
+        str(config),
+        "--mode",
+        "keyword",
+        "--json",
+    )
     assert code == 0 and json.loads(out)[0]["path"] == "a.md"
 
 
@@ -121,11 +138,15 @@ def test_permission_denied(vault: Path, capsys: pytest.CaptureFixture[str]) -> N
 def test_disk_full(vault: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     small = tmp_path / "small"
     small.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(small)], capture_output=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(small)], capture_output=True
+    )
     if mounted.returncode != 0:
         pytest.skip("mounting a small tmpfs needs root: " + mounted.stderr.decode().strip())
     try:
-        code, _, err = run(capsys, "index", str(vault), "--index-dir", str(small / "index"), "--quiet")
+        code, _, err = run(
+            capsys, "index", str(vault), "--index-dir", str(small / "index"), "--quiet"
+        )
         assert code == 2 and "The disk is full" in err and "Traceback" not in err
     finally:
         subprocess.run(["umount", str(small)], check=False)
