@@ -44,7 +44,8 @@ def main() -> None:
         edited = vault.index()
 
         vectors_before = len(VectorIndex.load(vault.layout.vectors))
-        (vault_dir / notes[len(notes) // 3]).unlink()
+        victim = max(notes[: len(notes) // 2], key=lambda p: (vault_dir / p).stat().st_size)
+        (vault_dir / victim).unlink()
         deleted = vault.index()
         vectors_after = len(VectorIndex.load(vault.layout.vectors))
 

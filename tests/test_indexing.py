@@ -136,6 +136,7 @@ def test_broken_files_are_recorded_not_fatal(write_vault: WriteVault, embedder: 
             "good.md": "# Good\n\nFine text.\n",
             "bad yaml.md": "---\ntitle: [unclosed\n---\n# Still Indexed\n\nBody survives.\n",
             "binary.md": b"\x00\x01\x02binary",
+            "padded.md": b"# Padded\n\nText then NUL padding from a sync tool.\n" + b"\x00" * 500,
             "latin1.md": "# Caf\xe9\n\nna\xefve text\n".encode("latin-1"),
             "huge.md": "x" * 3000,
         }
@@ -146,7 +147,8 @@ def test_broken_files_are_recorded_not_fatal(write_vault: WriteVault, embedder: 
     summary = v.index()
     assert set(summary.failed) == {"binary.md", "huge.md"}
     assert "binary" in summary.failed["binary.md"] and "max_file_size" in summary.failed["huge.md"]
-    assert v.status()["notes"] == 3
+    assert v.status()["notes"] == 4
+    assert v.search("padding sync tool", mode="keyword")[0].path == "padded.md"
     assert v.search("Body survives", mode="keyword")[0].path == "bad yaml.md"
     assert v.search("naive", mode="keyword")[0].path == "latin1.md"
     assert set(v.status()["failed"]) == {"binary.md", "huge.md"}

@@ -58,10 +58,15 @@ def read_text(info: FileInfo, max_size: int) -> FileText | str:
         data = info.abs_path.read_bytes()
     except OSError as exc:
         return f"cannot read: {exc.strerror or exc}"
-    if b"\x00" in data[:_BINARY_SNIFF]:
-        return "binary file (NUL bytes)"
     digest = hashlib.sha256(data).hexdigest()
     warnings = []
+    if b"\x00" in data[:_BINARY_SNIFF]:
+        # sync tools and crashed editors leave text padded with NULs: keep the text
+        stripped = data.rstrip(b"\x00")
+        if b"\x00" in stripped[:_BINARY_SNIFF]:
+            return "binary file (NUL bytes)"
+        warnings.append(f"{len(data) - len(stripped)} trailing NUL bytes ignored")
+        data = stripped
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
