@@ -149,7 +149,7 @@ def test_disk_full(vault: Path, tmp_path: Path, capsys: pytest.CaptureFixture[st
         )
         assert code == 2 and "The disk is full" in err and "Traceback" not in err
     finally:
-        subprocess.run(["umount", str(small)], check=False)
+        subprocess.run(["umount", "-l", str(small)], check=False)
 
 
 def test_init_writes_commented_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
