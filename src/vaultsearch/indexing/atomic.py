@@ -13,7 +13,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 would hide the index from others
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 would hide the index from others
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -43,7 +43,12 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def _umask() -> int:
+def _read_umask() -> int:
+    """Read once at import: os.umask can only be read by setting it, which is not
+    safe while other threads create files."""
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+_UMASK = _read_umask()
