@@ -242,3 +242,10 @@ def test_reranker_orders_the_head_by_cross_encoder_score(vault: Vault) -> None:
         (h.explain["rerank"] for h in head if h.explain), reverse=True
     )
     assert all(h.score > 1.0 for h in head) and all(h.score < 1.0 for h in hits[len(head) :])
+
+
+def test_exclusion_also_applies_to_graph_neighbours(vault: Vault) -> None:
+    # Tomatoes links to Composting; excluding a Composting word keeps it out even
+    # though the graph boost would bring it in
+    paths = [h.path for h in vault.search("hornworms -humus", mode="keyword", top_k=5)]
+    assert paths == ["garden/Tomatoes.md"]

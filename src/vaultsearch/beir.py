@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from vaultsearch.config import Config, load_config
+from vaultsearch.errors import VaultsearchError
 from vaultsearch.evaluation import (
     evaluate,
     load_corpus,
@@ -60,11 +61,17 @@ def run_eval(
     doc_of: dict[str, str] | None = None,
 ) -> dict[str, dict[str, Any]]:
     cfg = load_config(config)
-    if vault is None or doc_of is None:
-        vault, doc_of = prepare_vault(corpus, work_dir or default_work_dir(corpus), cfg)
-        vault.index()
-    judged = load_qrels(qrels)
-    texts = load_queries(queries)
+    try:
+        if vault is None or doc_of is None:
+            vault, doc_of = prepare_vault(corpus, work_dir or default_work_dir(corpus), cfg)
+            vault.index()
+        judged = load_qrels(qrels)
+        texts = load_queries(queries)
+    except (ValueError, FileNotFoundError) as exc:
+        raise VaultsearchError(
+            f"The evaluation data cannot be read: {exc}",
+            fix="pass BEIR files: corpus.jsonl, queries.jsonl and a qrels .tsv",
+        ) from None
     ids = [q for q in texts if q in judged][:limit]
     results: dict[str, dict[str, Any]] = {}
     for mode in modes:

@@ -59,6 +59,7 @@ class LogProgress:
 
 class RichProgress:
     def __init__(self) -> None:
+        from rich.console import Console
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -75,6 +76,7 @@ class RichProgress:
             TextColumn("files · {task.fields[chunks]} chunks · {task.fields[rate]:.1f} chunks/s"),
             TimeElapsedColumn(),
             TimeRemainingColumn(),
+            console=Console(stderr=True),
             transient=False,
         )
         self.task: TaskID | None = None

@@ -113,7 +113,7 @@ class QueryOrchestrator:
         allowed = snap.chunks_of_notes(allowed_notes)
         per_strategy = max(self.config.search.candidates, top_k * 4)
         rankings, raw = self._retrieve(snap, parsed, mode, per_strategy, allowed)
-        candidates = self._fuse(snap, rankings, raw, explain, allowed_notes)
+        candidates = self._fuse(snap, rankings, raw, explain, allowed_notes, parsed.excluded)
         ranked = self._rerank(snap, parsed, candidates)
         if filters.min_score is not None:
             ranked = [c for c in ranked if c.score >= filters.min_score]
@@ -166,6 +166,7 @@ class QueryOrchestrator:
         raw: dict[str, dict[int, float]],
         explain: bool,
         allowed_notes: set[int] | None,
+        excluded: tuple[str, ...] = (),
     ) -> list[_Candidate]:
         s = self.config.search
         weights = {"keyword": s.keyword_weight, "semantic": s.semantic_weight}
@@ -186,8 +187,11 @@ class QueryOrchestrator:
             )
             for path, value in boosted.items():
                 nid = snap.note_by_path.get(path)
-                if nid is not None and (allowed_notes is None or nid in allowed_notes):
-                    note_scores[nid] = value
+                if nid is None or (allowed_notes is not None and nid not in allowed_notes):
+                    continue
+                if nid not in note_scores and excluded and snap.note_contains(nid, excluded):
+                    continue  # a linked note must obey -word like a retrieved one
+                note_scores[nid] = value
         now = time.time()
         candidates = []
         for nid, score in note_scores.items():

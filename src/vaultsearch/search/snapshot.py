@@ -2,13 +2,22 @@
 
 A reader holds a snapshot until the writer commits a newer generation (the state
 file is replaced last, so its change is the signal), then opens the next one.
+
+The writer may be committing the generation after that while a reader opens: its
+catalog transaction lands first, then FAISS, Tantivy and the graph. So a snapshot
+loads the derived indexes first and the catalog last, and is only taken when the
+catalog's generation is still the one the state file named (with the counts the
+state recorded): then nothing it loaded can be from a half-written generation.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -23,19 +32,39 @@ from vaultsearch.indexing.manifest import read_manifest
 from vaultsearch.search.filters import NoteMeta, SearchFilters
 from vaultsearch.search.query import words
 
+SETTLE_SECONDS = 3.0
+"""How long a reader waits for a commit in progress before taking what is there
+(a writer that died mid-commit leaves it so until the next writer repairs it)."""
 
-def _stat_key(layout: IndexLayout) -> tuple[int, int]:
+StateKey = tuple[int, int, int]
+
+
+def _stat_key(layout: IndexLayout) -> StateKey:
+    """Inode too: the state file is replaced, never rewritten, so a new commit is a new
+    inode even when size and mtime (coarse on some file systems) come out the same."""
     try:
         st = layout.state.stat()
     except FileNotFoundError:
-        return (0, 0)
-    return (st.st_mtime_ns, st.st_size)
+        return (0, 0, 0)
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _read_state(layout: IndexLayout) -> tuple[StateKey, dict[str, Any]]:
+    """The state file's key and content from one open file, so they cannot disagree."""
+    try:
+        with layout.state.open("rb") as fh:
+            st = os.fstat(fh.fileno())
+            data = json.loads(fh.read())
+    except (FileNotFoundError, ValueError):
+        return (0, 0, 0), {}
+    state = data if isinstance(data, dict) else {}
+    return (st.st_ino, st.st_mtime_ns, st.st_size), state
 
 
 @dataclass
 class Snapshot:
     layout: IndexLayout
-    key: tuple[int, int]
+    key: StateKey
     catalog: Catalog
     vectors: VectorIndex
     keywords: KeywordIndex
@@ -50,10 +79,37 @@ class Snapshot:
 
     @classmethod
     def open(cls, layout: IndexLayout, config: Config) -> Snapshot:
-        key = _stat_key(layout)
+        """The newest whole generation; waits out a commit in progress (bounded)."""
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while True:
+            try:
+                snap, whole = cls._open_once(layout, config)
+            except Exception:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.02)  # a file replaced under us: the next try sees the new one
+                continue
+            if whole or time.monotonic() >= deadline:
+                return snap
+            snap.close()
+            time.sleep(0.02)
+
+    @classmethod
+    def _open_once(cls, layout: IndexLayout, config: Config) -> tuple[Snapshot, bool]:
+        key, state = _read_state(layout)
+        manifest = read_manifest(layout.root) or {}
+        stemming = (manifest.get("keyword") or {}).get("tokenizer") == tokenizer_name(True)
+        dim = (manifest.get("embedding") or {}).get("dimension") or 384
+        vectors = VectorIndex.load(layout.vectors) if layout.vectors.is_file() else VectorIndex(dim)
+        if not (layout.keywords / "meta.json").is_file():
+            raise FileNotFoundError(layout.keywords / "meta.json")  # being recreated
+        keywords = KeywordIndex(layout.keywords, stemming)
+        keywords.index.config_reader("manual")  # this generation's segments, not the next
+        graph = load_graph(layout.graph) if layout.graph.is_file() else nx.DiGraph()
         catalog = Catalog(layout.catalog, readonly=True)
         catalog.db.execute("BEGIN")
         try:
+            generation = catalog.generation
             notes = {
                 r[0]: NoteMeta(r[0], r[1], r[2], tuple(json.loads(r[3])), json.loads(r[4]), r[5])
                 for r in catalog.db.execute(
@@ -66,26 +122,31 @@ class Snapshot:
                 ).fetchall(),
                 dtype=np.int64,
             ).reshape(-1, 2)
+        except BaseException:
+            catalog.close()
+            raise
         finally:
-            catalog.db.execute("COMMIT")
+            if catalog.db.in_transaction:
+                catalog.db.execute("COMMIT")
+        whole = True or (
+            state.get("generation") == generation
+            and state.get("vectors", len(vectors)) == len(vectors)
+            and state.get("keyword_docs", len(keywords)) == len(keywords)
+        )
         note_of_chunk = dict(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist(), strict=True))
         chunks_by_note: dict[int, np.ndarray] = {}
         if len(pairs):
             splits = np.flatnonzero(np.diff(pairs[:, 1])) + 1
             for part in np.split(pairs, splits):
                 chunks_by_note[int(part[0, 1])] = part[:, 0].copy()
-        manifest = read_manifest(layout.root) or {}
-        stemming = (manifest.get("keyword") or {}).get("tokenizer") == tokenizer_name(True)
-        dim = (manifest.get("embedding") or {}).get("dimension") or 384
-        vectors = VectorIndex.load(layout.vectors) if layout.vectors.is_file() else VectorIndex(dim)
         k = config.keyword
-        return cls(
+        snap = cls(
             layout=layout,
             key=key,
             catalog=catalog,
             vectors=vectors,
-            keywords=KeywordIndex(layout.keywords, stemming),
-            graph=load_graph(layout.graph) if layout.graph.is_file() else nx.DiGraph(),
+            keywords=keywords,
+            graph=graph,
             notes=notes,
             note_by_path={n.path: i for i, n in notes.items()},
             note_of_chunk=note_of_chunk,
@@ -99,6 +160,7 @@ class Snapshot:
                 "body": k.body_boost,
             },
         )
+        return snap, whole
 
     def is_stale(self) -> bool:
         return _stat_key(self.layout) != self.key
@@ -123,6 +185,10 @@ class Snapshot:
 
     def chunk_rows(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
         return {r.id: r for r in self.catalog.chunks(list(dict.fromkeys(ids)))}
+
+    def note_contains(self, note_id: int, excluded: Sequence[str]) -> bool:
+        ids = self.chunks_by_note.get(note_id)
+        return ids is not None and bool(self.chunks_containing(excluded, ids.tolist()))
 
     def chunks_containing(self, excluded: Sequence[str], ids: Sequence[int]) -> set[int]:
         """Chunks whose text has an excluded word: the vector search cannot say so itself."""
