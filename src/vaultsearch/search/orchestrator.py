@@ -180,7 +180,7 @@ class QueryOrchestrator:
             note_chunks.setdefault(nid, []).append(cid)
             note_scores.setdefault(nid, chunk_scores[cid])
         boosts: dict[str, GraphBoost] = {}
-        if s.graph_boost and s.graph_share > 0 and snap.graph.number_of_edges():
+        if s.graph_boost and s.graph_share > 0 and snap.has_links:
             path_scores = {snap.notes[n].path: v for n, v in note_scores.items()}
             boosted, boosts = graph_boost(
                 path_scores, lambda p: neighbours(snap.graph, p), s.graph_top, s.graph_share

@@ -12,6 +12,7 @@ state recorded): then nothing it loaded can be from a half-written generation.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -128,7 +129,7 @@ class Snapshot:
         finally:
             if catalog.db.in_transaction:
                 catalog.db.execute("COMMIT")
-        whole = True or (
+        whole = not state or (
             state.get("generation") == generation
             and state.get("vectors", len(vectors)) == len(vectors)
             and state.get("keyword_docs", len(keywords)) == len(keywords)
@@ -161,6 +162,11 @@ class Snapshot:
             },
         )
         return snap, whole
+
+    @functools.cached_property
+    def has_links(self) -> bool:
+        """Counted once: networkx counts edges by walking every node (19 ms at 26k notes)."""
+        return self.graph.number_of_edges() > 0
 
     def is_stale(self) -> bool:
         return _stat_key(self.layout) != self.key

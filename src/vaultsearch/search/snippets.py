@@ -6,6 +6,7 @@ than the whole chunk.
 
 from __future__ import annotations
 
+import functools
 import re
 
 MARK_OPEN, MARK_CLOSE = "**", "**"
@@ -13,6 +14,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _SUFFIXES = ("ational", "ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "ly", "s")
 
 
+@functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A crude English stem, only to match ``running`` with ``run`` when marking."""
     w = word.lower()
