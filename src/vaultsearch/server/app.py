@@ -1,0 +1,230 @@
+"""Starting and stopping ``vaultsearch mcp``: transports, background work, a clean exit.
+
+The handshake must be answered at once, so nothing slow runs before it: indexing,
+the watcher and the model load start after the first answer (or after a short delay
+if no request comes). Searches made meanwhile answer from the committed index.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from typing import Any, TextIO
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.types import Resource
+
+from vaultsearch import __version__
+from vaultsearch.errors import VaultsearchError
+from vaultsearch.indexing.live import LiveIndex
+from vaultsearch.server.calllog import CallLog
+from vaultsearch.server.registry import build_tools
+from vaultsearch.server.resources import note_resources, register_note_template
+from vaultsearch.server.tools import VaultTools
+from vaultsearch.server.wire import StdioWire
+from vaultsearch.vault import Vault
+
+START_DELAY = 1.0
+"""Seconds after which background work starts even if no request has come."""
+STOP_TIMEOUT = 3.0
+LOG_ENV = "VAULTSEARCH_MCP_LOG"
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+INSTRUCTIONS = """Search and read a folder of Markdown notes (an Obsidian-style vault).
+Start with `search`; read around a hit with `read_note(path, start_line, end_line, context)`;
+explore links and similar notes with `related`; browse with `list_notes` and `list_tags`;
+`index_status` tells whether the index is complete. Everything is read-only and every
+path is relative to the vault."""
+
+
+class Background:
+    """The index writer, the watcher and the model load, started once and stopped once."""
+
+    def __init__(self, vault: Vault, watch: bool, log: CallLog) -> None:
+        self.live = LiveIndex(vault)
+        self.watch = watch
+        self.log = log
+        self.watching = False
+        self._watcher: Any = None
+        self._started = False
+
+    def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        self.live.start()
+        if self.watch:
+            self._attach_watcher()
+        threading.Thread(target=self._load_model, name="vaultsearch-model", daemon=True).start()
+
+    def _attach_watcher(self) -> None:
+        try:  # issue #5 provides it; until then the index updates on start and on reindex
+            attach_watcher = importlib.import_module("vaultsearch.indexing.watcher").attach_watcher
+        except (ImportError, AttributeError):
+            return
+        self._watcher = attach_watcher(self.live)
+        self.watching = True
+
+    def _load_model(self) -> None:
+        """Load the model now rather than in the first semantic search."""
+        t = time.perf_counter()
+        try:
+            self.live.vault.embedder.embed_query("warm up")
+        except Exception as exc:  # the search that needs it reports the error itself
+            self.log.write({"event": "model_load_failed", "error": str(exc)[:300]})
+            return
+        self.log.write({"event": "model_ready", "ms": round((time.perf_counter() - t) * 1000)})
+
+    def stop(self) -> None:
+        stop = getattr(self._watcher, "stop", None)
+        if callable(stop):
+            stop()
+        self.live.stop(timeout=STOP_TIMEOUT)
+
+
+class VaultServer(MCPServer[Any]):
+    """MCPServer with the notes listed as resources and stdio over ``StdioWire``."""
+
+    def __init__(self, vault_tools: VaultTools, wire: StdioWire | None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.vault_tools = vault_tools
+        self.wire = wire
+        register_note_template(self, vault_tools.browser)
+
+    async def list_resources(self) -> list[Resource]:
+        notes = await anyio.to_thread.run_sync(note_resources, self.vault_tools.browser)
+        return [*await super().list_resources(), *notes]
+
+    async def run_stdio_async(self) -> None:
+        if self.wire is None:
+            await super().run_stdio_async()
+            return
+        low = self._lowlevel_server
+        async with self.wire.streams() as (read, write):
+            await low.run(read, write, low.create_initialization_options())
+
+
+def quiet_libraries() -> None:
+    """No progress bars or banners from the model stack, no URLs in argument errors."""
+    for key, value in {
+        "TQDM_DISABLE": "1",
+        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+        "TRANSFORMERS_VERBOSITY": "error",
+        "TOKENIZERS_PARALLELISM": "false",
+        "PYDANTIC_ERRORS_INCLUDE_URL": "0",
+    }.items():
+        os.environ.setdefault(key, value)
+
+
+def build_server(
+    vault: Vault, background: Background, log: CallLog, wire: StdioWire | None = None
+) -> VaultServer:
+    tools = VaultTools(vault, background.live, lambda: background.watching)
+    return VaultServer(
+        tools,
+        wire,
+        name="vaultsearch",
+        title="vaultsearch",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+        tools=build_tools(tools),
+        middleware=[log],
+    )
+
+
+def run_server(
+    vault: Vault,
+    http: bool = False,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    watch: bool = True,
+) -> int:
+    """Serve until stdin closes, SIGTERM or SIGINT; 0 on every orderly end."""
+    quiet_libraries()
+    wire = None if http else StdioWire.claim()
+    log = CallLog(_log_stream())
+    background = Background(vault, watch and vault.config.watch.enabled, log)
+    log.after_first = background.start
+    server = build_server(vault, background, log, wire)
+    try:
+        if http:
+            _check_port(host, port)
+            anyio.run(_serve_http, server, background, host, port)
+        else:
+            log.write({"event": "serving", "transport": "stdio", "vault": str(vault.root)})
+            anyio.run(_serve_stdio, server, background)
+    except BaseException as exc:
+        if not _disconnected(exc):
+            raise
+    finally:
+        background.stop()
+    return 0
+
+
+async def _start_later(background: Background) -> None:
+    await anyio.sleep(START_DELAY)
+    background.start()
+
+
+async def _serve_stdio(server: VaultServer, background: Background) -> None:
+    async with anyio.create_task_group() as tg:
+
+        async def until_signal() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for _ in signals:
+                    tg.cancel_scope.cancel()
+
+        tg.start_soon(until_signal)
+        tg.start_soon(_start_later, background)
+        await server.run_stdio_async()
+        tg.cancel_scope.cancel()
+
+
+async def _serve_http(server: VaultServer, background: Background, host: str, port: int) -> None:
+    # uvicorn shuts down on SIGTERM/SIGINT, then re-raises the signal to the previous
+    # handler; a no-op one makes that an orderly exit instead of a kill or a traceback.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: None)
+    url = f"http://{host if ':' not in host else f'[{host}]'}:{port}/mcp"
+    record: dict[str, Any] = {"event": "serving", "transport": "http", "url": url}
+    if host not in LOOPBACK:
+        record["warning"] = "reachable from other machines, without authentication"
+    background.log.write(record)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_start_later, background)
+        await server.run_streamable_http_async(host=host, port=port)
+        tg.cancel_scope.cancel()
+
+
+def _check_port(host: str, port: int) -> None:
+    """Fail with a sentence and a fix, not with uvicorn's exit, when the port is taken."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((host, port))
+    except OSError as exc:
+        raise VaultsearchError(
+            f"Cannot listen on {host}:{port} ({exc.strerror or exc}).",
+            fix="pass another --port, or stop the process that uses it",
+        ) from None
+
+
+def _log_stream() -> TextIO:
+    path = os.environ.get(LOG_ENV)
+    if path:
+        return open(path, "a", encoding="utf-8")  # open for the life of the process
+    return sys.stderr
+
+
+def _disconnected(exc: BaseException) -> bool:
+    """The client went away (a broken pipe, possibly inside an exception group)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_disconnected(e) for e in exc.exceptions)
+    return isinstance(exc, BrokenPipeError | ConnectionResetError)

@@ -1,0 +1,60 @@
+"""Every note as a ``note://`` resource, for clients that attach files rather than call tools.
+
+The listing comes from the files on disk at request time, so a note is listed (and
+readable) before the index has caught up with it; titles come from the index when it
+has them.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from mcp.server.mcpserver import MCPServer, ResourceSecurity
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+from mcp.types import Resource
+
+from vaultsearch.browse import Browser
+from vaultsearch.errors import VaultsearchError
+
+TEMPLATE = "note://{+path}"
+MIME = "text/markdown"
+
+
+def note_uri(path: str) -> str:
+    return "note://" + quote(path, safe="/")
+
+
+def register_note_template(server: MCPServer, browser: Browser) -> None:
+    """``{+path}`` keeps the slashes of folders; the SDK's own traversal check is
+    switched off for it because ``confine`` judges the real path (symlinks too) and
+    says why a path was refused, where the SDK would only answer "unknown resource"."""
+
+    @server.resource(
+        TEMPLATE,
+        name="note",
+        title="Note",
+        description="The full Markdown text of a note, by vault-relative path.",
+        mime_type=MIME,
+        security=ResourceSecurity(exempt_params=frozenset({"path"})),
+    )
+    def read_note_resource(path: str) -> str:
+        try:
+            return browser.read_text(path)[1]
+        except VaultsearchError as exc:
+            raise ResourceNotFoundError(str(exc)) from exc
+
+
+def note_resources(browser: Browser) -> list[Resource]:
+    files = browser.vault.manager().scan()
+    snap = browser.snapshot()
+    titles = {n.path: n.title for n in snap.notes.values()} if snap is not None else {}
+    return [
+        Resource(
+            uri=note_uri(path),
+            name=path,
+            title=titles.get(path),
+            mime_type=MIME,
+            size=info.size,
+        )
+        for path, info in files.items()
+    ]
