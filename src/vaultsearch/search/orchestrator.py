@@ -61,23 +61,24 @@ class QueryOrchestrator:
 
     # --- index generations ------------------------------------------------------
     def snapshot(self) -> Snapshot:
+        """The current generation. A replaced one is not closed here: a search on another
+        thread may still be reading it, and it closes itself when the last user drops it."""
         with self._lock:
             snap = self._snapshot
             if snap is None or snap.is_stale():
-                if snap is not None:
-                    snap.close()
                 snap = Snapshot.open(self.layout, self.config)
                 self._snapshot = snap
             return snap
 
     def refresh(self) -> None:
         with self._lock:
-            if self._snapshot is not None:
-                self._snapshot.close()
             self._snapshot = None
 
     def close(self) -> None:
-        self.refresh()
+        with self._lock:
+            if self._snapshot is not None:
+                self._snapshot.close()
+            self._snapshot = None
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     # --- search -----------------------------------------------------------------
