@@ -249,3 +249,12 @@ def test_exclusion_also_applies_to_graph_neighbours(vault: Vault) -> None:
     # though the graph boost would bring it in
     paths = [h.path for h in vault.search("hornworms -humus", mode="keyword", top_k=5)]
     assert paths == ["garden/Tomatoes.md"]
+
+
+def test_snippet_marks_content_words_not_stopwords() -> None:
+    from vaultsearch.search.snippets import make_snippet
+
+    out = make_snippet(
+        "How is a rebuild decided? The manifest is compared.", ("how", "is", "a", "rebuild")
+    )
+    assert out == "How is a **rebuild** decided? The manifest is compared."

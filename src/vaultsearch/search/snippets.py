@@ -11,6 +11,12 @@ import re
 
 MARK_OPEN, MARK_CLOSE = "**", "**"
 _WORD = re.compile(r"\w+", re.UNICODE)
+# Marking "is", "a" and "the" in every line shows nothing about why a passage matched.
+_STOPWORDS = frozenset(
+    "a an and are as at be but by can do does for from had has have how i if in into is it"
+    " its me my no not of on or our so than that the their them then there these they this"
+    " to was we were what when where which who why will with you your".split()
+)
 _SUFFIXES = ("ational", "ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "ly", "s")
 
 
@@ -26,7 +32,7 @@ def stem(word: str) -> str:
 
 def make_snippet(text: str, terms: tuple[str, ...], width: int = 300) -> str:
     text = " ".join(text.split())
-    stems = {stem(t) for t in terms if t}
+    stems = {stem(t) for t in terms if t and t.lower() not in _STOPWORDS}
     matches = [
         (m.start(), m.end(), stem(m.group()))
         for m in _WORD.finditer(text)
