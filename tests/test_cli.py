@@ -155,7 +155,9 @@ def test_disk_full(vault: Path, tmp_path: Path, capsys: pytest.CaptureFixture[st
 def test_init_writes_commented_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "init", str(tmp_path))
     target = tmp_path / ".vaultsearch" / "config.toml"
-    assert code == 0 and target.is_file() and "[search]" in target.read_text()
+    assert (
+        code == 0 and str(target) in out and target.is_file() and "[search]" in target.read_text()
+    )
     code, _, err = run(capsys, "init", str(tmp_path))
     assert code == 2 and "already exists" in err and "--force" in err
 

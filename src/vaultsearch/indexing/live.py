@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,11 @@ if TYPE_CHECKING:
     from vaultsearch.vault import Vault
 
 log = logging.getLogger("vaultsearch.live")
+
+MAX_PENDING_PATHS = 5000
+"""Past this many changed paths a whole-vault scan is cheaper than stat-ing each."""
+RETRY_SECONDS = 5.0
+"""After a failed run: soon enough to recover from a full disk, not a busy loop."""
 
 
 @dataclass
@@ -42,19 +48,30 @@ class LiveState:
         }
 
 
-class LiveIndex:
-    """Runs ``vault.index()`` on a background thread: at start, on request, and (with
-    a watcher attached) after file changes. Requests made while a run is going are
-    coalesced into one more run."""
+Listener = Callable[[str, LiveState], None]
+"""Called with ``"role"`` when the process becomes writer or reader and with ``"run"``
+after each index run, on the indexing thread."""
 
-    def __init__(self, vault: Vault, takeover_interval: float = 2.0) -> None:
+
+class LiveIndex:
+    """Runs index updates on a background thread: at start, on request, and (with a
+    watcher attached) after file changes. Requests made while a run is going are
+    coalesced into one more run; requests naming paths only look at those paths."""
+
+    def __init__(
+        self, vault: Vault, takeover_interval: float = 2.0, on_change: Listener | None = None
+    ) -> None:
         self.vault = vault
         self.state = LiveState()
         self.takeover_interval = takeover_interval
+        self.on_change = on_change
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._pending = True
         self._pending_full = False
+        self._scope: set[str] | None = None
+        """Paths the next run must look at; None for the whole vault."""
+        self._retry_at: float | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
@@ -68,14 +85,30 @@ class LiveIndex:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout)
-        self.vault.manager().lock.release()
+        if self._thread is None or not self._thread.is_alive():
+            # never while a run may still write: another process would take over mid-commit
+            self.vault.manager().lock.release()
 
-    def request(self, full: bool = False) -> bool:
-        """Ask for a run; False when one is already running (it is queued once more)."""
+    def request(self, full: bool = False, paths: Iterable[str] | None = None) -> bool:
+        """Ask for a run; False when one is already running (it is queued once more).
+
+        ``paths`` (vault-relative, files or folders) narrows the run to them; None
+        (the default) looks at the whole vault. Both sides of a move must be named
+        in one request for the move to keep its embeddings.
+        """
         with self._lock:
             busy = self.state.indexing
+            if paths is None or full:
+                self._scope = None
+            elif not self._pending:
+                self._scope = set(paths)
+            elif self._scope is not None:
+                self._scope.update(paths)
+            if self._scope is not None and len(self._scope) > MAX_PENDING_PATHS:
+                self._scope = None
             self._pending = True
             self._pending_full = self._pending_full or full
+            self.state.full_requested = self._pending_full
         self._wake.set()
         return not busy
 
@@ -91,32 +124,56 @@ class LiveIndex:
     def _run(self) -> None:
         manager = self.vault.manager()
         while not self._stop.is_set():
-            if not manager.lock.held and not manager.lock.acquire():
-                self.state.role = "reader"
-                self._wake.wait(self.takeover_interval)
-                self._wake.clear()
-                continue
-            self.state.role = "writer"
+            if not manager.lock.held:
+                if not manager.lock.acquire():
+                    self._set_role("reader")
+                    self._wake.wait(self.takeover_interval)
+                    self._wake.clear()
+                    continue
+                with self._lock:  # what a writer that died had not indexed is unknown
+                    self._pending, self._scope = True, None
+                self._set_role("writer")
             with self._lock:
-                run, full = self._pending, self._pending_full
+                run, full, scope = self._pending, self._pending_full, self._scope
                 self._pending = self._pending_full = False
+                self._scope = None
+                self.state.full_requested = False
                 self.state.indexing = run
             if run:
-                self._index_once(full)
-            self._wake.wait()
+                self._index_once(full, scope)
+            wait = None if self._retry_at is None else max(0.0, self._retry_at - time.monotonic())
+            self._wake.wait(wait)  # a failed run is pending again: the timeout retries it
             self._wake.clear()
 
-    def _index_once(self, full: bool) -> None:
+    def _set_role(self, role: str) -> None:
+        if self.state.role != role:
+            self.state.role = role
+            self._notify("role")
+
+    def _index_once(self, full: bool, scope: set[str] | None) -> None:
         try:
-            summary = self.vault.index(full=full)
+            summary = self.vault.manager().update(full=full, paths=scope)
             self.state.last_summary = summary.to_dict()
             self.state.last_error = None
-        except VaultsearchError as exc:
-            self.state.last_error = str(exc)
+            self._retry_at = None
         except Exception as exc:  # a background failure must be visible, not fatal
-            log.exception("indexing failed")
-            self.state.last_error = f"{type(exc).__name__}: {exc}"
+            if not isinstance(exc, VaultsearchError):
+                log.exception("indexing failed")
+            self.state.last_error = str(exc) or type(exc).__name__
+            with self._lock:  # what this run was to index is not: look at everything again
+                self._pending, self._scope = True, None
+                self._pending_full = self._pending_full or full
+            self._retry_at = time.monotonic() + RETRY_SECONDS
         finally:
             self.state.runs += 1
             with self._lock:
                 self.state.indexing = False
+        self._notify("run")
+
+    def _notify(self, kind: str) -> None:
+        if self.on_change is None:
+            return
+        try:
+            self.on_change(kind, self.state)
+        except Exception:  # a broken listener must not stop indexing
+            log.exception("LiveIndex listener failed")

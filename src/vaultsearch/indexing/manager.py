@@ -9,7 +9,7 @@ indexes, and the next open brings them level from the catalog without the model.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -38,7 +38,7 @@ from vaultsearch.indexing.manifest import (
     write_state,
 )
 from vaultsearch.indexing.progress import Progress, SilentProgress
-from vaultsearch.indexing.scan import FileInfo, IgnoreRules, scan_vault
+from vaultsearch.indexing.scan import FileInfo, IgnoreRules, scan_paths, scan_vault
 from vaultsearch.models import Chunk, ParsedNote
 from vaultsearch.parsers import ParserRegistry
 
@@ -130,7 +130,12 @@ class IndexManager:
 
     # --- read-only questions -------------------------------------------------
     def scan(self) -> dict[str, FileInfo]:
+        self._reload_rules()
         return scan_vault(self.vault, self.rules, self.parsers)
+
+    def _reload_rules(self) -> None:
+        """A long-lived writer must see an edited .gitignore / .vaultsearchignore."""
+        self.rules = IgnoreRules(self.vault, self.config.vault.exclude, self.layout.root)
 
     def check(self) -> IndexCheck:
         """Is the index current? Never loads the model and never writes."""
@@ -170,6 +175,7 @@ class IndexManager:
                 f"Another vaultsearch process is writing the index at {self.layout.root}.",
                 fix=fix,
             )
+        self._remove_stale_temps()
         catalog = Catalog(self.layout.catalog)
         try:
             yield catalog
@@ -178,12 +184,31 @@ class IndexManager:
             if acquired:
                 self.lock.release()
 
-    def update(self, full: bool = False, progress: Progress | None = None) -> IndexSummary:
+    def _remove_stale_temps(self) -> None:
+        """A writer killed inside an atomic write leaves its temp file behind (FAISS's
+        is as big as the index); only the lock holder writes them, so it may sweep."""
+        for target in (
+            self.layout.vectors,
+            self.layout.graph,
+            self.layout.manifest,
+            self.layout.state,
+        ):
+            for tmp in target.parent.glob(f".{target.name}.*.tmp"):
+                tmp.unlink(missing_ok=True)
+
+    def update(
+        self,
+        full: bool = False,
+        progress: Progress | None = None,
+        paths: Collection[str] | None = None,
+    ) -> IndexSummary:
+        """``paths`` (vault-relative files or folders, e.g. from the watcher) limits the
+        look for changes to them; a move is recognised when both of its sides are given."""
         if progress is not None:
             self.progress = progress
         fix = "wait for it to finish, or stop the other 'vaultsearch index/watch/mcp'"
         with self._writing(fix) as catalog:
-            return self._update(catalog, full)
+            return self._update(catalog, full, paths)
 
     def repair(self) -> IndexSummary:
         """Bring FAISS, Tantivy and the graph level with the catalog, from cached
@@ -199,7 +224,9 @@ class IndexManager:
             summary.seconds = time.perf_counter() - t0
             return summary
 
-    def _update(self, catalog: Catalog, full: bool) -> IndexSummary:
+    def _update(
+        self, catalog: Catalog, full: bool, paths: Collection[str] | None = None
+    ) -> IndexSummary:
         t0 = time.perf_counter()
         summary = IndexSummary()
         dim = self.embedder.dimension
@@ -217,12 +244,9 @@ class IndexManager:
         vectors = self._open_vectors(catalog, dim, "vectors" in scope, summary)
         keywords = self._open_keywords(catalog, "keywords" in scope, reparse_all, summary)
 
+        scanned, known, failures = self._look(catalog, None if reparse_all else paths)
         plan = plan_changes(
-            self.scan(),
-            catalog.file_states(),
-            catalog.failures(),
-            self.config.vault.max_file_size,
-            reparse_all=reparse_all,
+            scanned, known, failures, self.config.vault.max_file_size, reparse_all=reparse_all
         )
         summary.unchanged = plan.unchanged
         state_ok = (read_state(self.layout.root) or {}).get("generation") == catalog.generation
@@ -246,6 +270,27 @@ class IndexManager:
             self.progress.finish()
         summary.seconds = time.perf_counter() - t0
         return summary
+
+    def _look(
+        self, catalog: Catalog, paths: Collection[str] | None
+    ) -> tuple[
+        dict[str, FileInfo], dict[str, tuple[int, str, int, int]], dict[str, tuple[str, int, int]]
+    ]:
+        """Files on disk, catalog notes and recorded failures: of the whole vault, or of
+        just ``paths`` and what lies under them, so that nothing else looks deleted."""
+        if paths is None:
+            return self.scan(), catalog.file_states(), catalog.failures()
+        self._reload_rules()
+        scanned = scan_paths(self.vault, self.rules, self.parsers, paths)
+        prefixes = tuple(p.rstrip("/") + "/" for p in paths)
+        wanted = set(paths)
+
+        def inside(path: str) -> bool:
+            return path in wanted or path.startswith(prefixes)
+
+        known = {p: v for p, v in catalog.file_states().items() if inside(p)}
+        failures = {p: v for p, v in catalog.failures().items() if inside(p)}
+        return scanned, known, failures
 
     def _commit_batch(
         self,
@@ -416,13 +461,17 @@ class IndexManager:
         in_step = state.get("generation") == catalog.generation
         try:
             keywords = None if reset else KeywordIndex(self.layout.keywords, stemming)
+            count = -1 if keywords is None else len(keywords)
         except Exception:
-            keywords = None
-        if keywords is not None and in_step and len(keywords) == catalog.count("chunks"):
+            keywords, count = None, -1
+        if keywords is not None and in_step and count == catalog.count("chunks"):
             return keywords
-        if keywords is not None and not reset and catalog.count("chunks"):
+        if not reset and catalog.count("chunks"):
             summary.repaired.append("keywords: rebuilt from the catalog")
-        keywords = KeywordIndex.recreate(self.layout.keywords, stemming)
+        if keywords is None:  # unreadable, or another tokenizer: only a new folder will do
+            keywords = KeywordIndex.recreate(self.layout.keywords, stemming)
+        else:  # emptied and refilled in one commit: a reader or a crash sees old or new
+            keywords.clear()
         if not reparse_all:
             keywords.add(all_keyword_docs(catalog))
         keywords.commit()

@@ -7,7 +7,7 @@ fills results with noise, so they are ruled out the same way everywhere.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,12 +66,53 @@ class IgnoreRules:
             return True
         return self.spec.match_file(rel + "/" if is_dir else rel)
 
+    def excludes(self, rel: str, is_dir: bool = False) -> bool:
+        """Is ``rel`` out of the index, itself or through a folder above it?
+
+        A scan never enters an ignored folder, so a single path (from the watcher)
+        must be tested against each of its parents to get the same answer.
+        """
+        parts = rel.split("/")
+        for i in range(1, len(parts)):
+            if self.ignored("/".join(parts[:i]), is_dir=True):
+                return True
+        return self.ignored(rel, is_dir=is_dir)
+
 
 def scan_vault(vault: Path, rules: IgnoreRules, parsers: ParserRegistry) -> dict[str, FileInfo]:
     """Every note file in the vault, in sorted order, without following links out of it."""
     root = vault.resolve()
+    return _infos(_walk(root, rules), parsers)
+
+
+def scan_paths(
+    vault: Path, rules: IgnoreRules, parsers: ParserRegistry, paths: Iterable[str]
+) -> dict[str, FileInfo]:
+    """The note files at or under ``paths`` (vault-relative), by the rules of a full scan.
+
+    What the watcher reports is enough to plan an update: stat a few files instead of
+    walking thousands. Paths that no longer exist simply contribute nothing.
+    """
+    root = vault.resolve()
+    found: list[tuple[str, Path]] = []
+    for rel in sorted(set(paths)):
+        abs_path = root / rel
+        if not rel or ".." in rel.split("/"):
+            continue
+        if abs_path.is_symlink():  # as in a walk: never entered, taken if it stays inside
+            if abs_path.is_file() and _inside(abs_path, root) and not rules.excludes(rel):
+                found.append((rel, abs_path))
+        elif abs_path.is_dir():
+            if not rules.excludes(rel, is_dir=True):
+                found += _walk(root, rules, abs_path)
+        elif abs_path.is_file() and not rules.excludes(rel):
+            found.append((rel, abs_path))
+    return _infos(found, parsers)
+
+
+def _infos(files: Iterable[tuple[str, Path]], parsers: ParserRegistry) -> dict[str, FileInfo]:
     found: dict[str, FileInfo] = {}
-    for rel, abs_path in _walk(root, rules):
+    for rel, abs_path in files:
         if parsers.parser_for(rel) is None:
             continue
         try:
@@ -82,8 +123,8 @@ def scan_vault(vault: Path, rules: IgnoreRules, parsers: ParserRegistry) -> dict
     return dict(sorted(found.items()))
 
 
-def _walk(root: Path, rules: IgnoreRules) -> Iterator[tuple[str, Path]]:
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+def _walk(root: Path, rules: IgnoreRules, start: Path | None = None) -> Iterator[tuple[str, Path]]:
+    for dirpath, dirnames, filenames in os.walk(start or root, followlinks=False):
         base = Path(dirpath)
         rel_dir = base.relative_to(root).as_posix()
         prefix = "" if rel_dir == "." else rel_dir + "/"

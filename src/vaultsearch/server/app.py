@@ -7,7 +7,6 @@ if no request comes). Searches made meanwhile answer from the committed index.
 
 from __future__ import annotations
 
-import importlib
 import os
 import signal
 import socket
@@ -57,17 +56,19 @@ class Background:
         if self._started:
             return
         self._started = True
-        self.live.start()
-        if self.watch:
+        if self.watch:  # first, so that a change during the first index run is not missed
             self._attach_watcher()
+        self.live.start()
         threading.Thread(target=self._load_model, name="vaultsearch-model", daemon=True).start()
 
     def _attach_watcher(self) -> None:
-        try:  # issue #5 provides it; until then the index updates on start and on reindex
-            attach_watcher = importlib.import_module("vaultsearch.indexing.watcher").attach_watcher
-        except (ImportError, AttributeError):
+        from vaultsearch.indexing.watcher import attach_watcher
+
+        try:
+            self._watcher = attach_watcher(self.live)
+        except VaultsearchError as exc:  # e.g. the OS watch limit: serve, just without watching
+            self.log.write({"event": "watch_failed", "error": str(exc)[:300]})
             return
-        self._watcher = attach_watcher(self.live)
         self.watching = True
 
     def _load_model(self) -> None:

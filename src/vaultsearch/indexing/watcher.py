@@ -1,0 +1,276 @@
+"""Watch a vault and feed its changes to a LiveIndex: ``vaultsearch watch`` and the MCP server.
+
+Editors do not write a note once: they write temp files, rename them over the note,
+touch swap files, and sync tools rewrite whole folders. So events are filtered by the
+same ignore rules as a scan (and by ``vault.max_file_size``), gathered per path until the
+vault has been quiet for ``watch.debounce_ms``, and handed over as one batch. A folder
+rename (hundreds of events within milliseconds) thus reaches the index as one update
+that sees both sides of every move, and the moved notes keep their embeddings.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import stat
+import sys
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
+
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
+
+from vaultsearch.errors import VaultsearchError
+from vaultsearch.indexing.live import LiveIndex, LiveState
+from vaultsearch.indexing.manifest import read_state
+from vaultsearch.indexing.scan import IGNORE_FILES, IgnoreRules
+from vaultsearch.parsers import ParserRegistry
+
+if TYPE_CHECKING:
+    from vaultsearch.vault import Vault
+
+WATCHED = [
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileClosedEvent,
+    FileDeletedEvent,
+    FileMovedEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+]
+"""Not opened/closed-without-writing: the indexer reading a note must not re-trigger it."""
+
+RESCAN_SECONDS = 300.0
+"""A whole-vault look this often catches what the kernel dropped (inotify overflow)."""
+
+
+class Watcher:
+    """Debounces file events into ``LiveIndex.request(paths=...)`` calls."""
+
+    def __init__(
+        self, live: LiveIndex, debounce: float | None = None, rescan: float = RESCAN_SECONDS
+    ) -> None:
+        vault = live.vault
+        self.live = live
+        self.root = vault.root.resolve()
+        self.debounce = (
+            vault.config.watch.debounce_ms / 1000 if debounce is None else max(0.0, debounce)
+        )
+        self.max_wait = max(2.0, 10 * self.debounce)
+        """Under a steady stream of events, index at least this often anyway."""
+        self.rescan = rescan
+        self._exclude = vault.config.vault.exclude
+        self._index_dir = vault.index_dir
+        self.rules = IgnoreRules(self.root, self._exclude, self._index_dir)
+        self.parsers = ParserRegistry(vault.config.parsers)
+        self.max_size = vault.config.vault.max_file_size
+        self.batches = 0
+        """Requests handed to the LiveIndex so far (tests and the bench read it)."""
+        self._cond = threading.Condition()
+        self._paths: set[str] = set()
+        self._everything = False
+        self._first = self._last = 0.0
+        self._stopped = False
+        self._observer: BaseObserver | None = None
+        self._thread = threading.Thread(target=self._loop, name="vaultsearch-watch", daemon=True)
+
+    def start(self) -> Watcher:
+        try:
+            observer = Observer()
+            observer.schedule(
+                _Handler(self), str(self.root), recursive=True, event_filter=list(WATCHED)
+            )
+            observer.start()
+        except OSError as exc:  # ENOSPC here is inotify's limit, not a full disk
+            if exc.errno not in (errno.ENOSPC, errno.EMFILE):
+                raise
+            raise VaultsearchError(
+                f"Cannot watch {self.root}: {exc.strerror} (a limit on file watching).",
+                fix="raise it (sudo sysctl fs.inotify.max_user_watches=524288, or "
+                "fs.inotify.max_user_instances), or run 'vaultsearch index' when notes change",
+            ) from exc
+        self._observer = observer
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop watching; changes not yet handed over are dropped (a restart rescans)."""
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join(timeout)
+        if self._thread.ident is not None:
+            self._thread.join(timeout)
+
+    # --- events (watchdog's thread) ----------------------------------------------
+    def on_event(self, event: FileSystemEvent) -> None:
+        if event.is_directory and event.event_type not in ("created", "deleted", "moved"):
+            return
+        raw = [event.src_path, event.dest_path] if event.event_type == "moved" else [event.src_path]
+        taken: list[str] = []
+        everything = False
+        for p in raw:
+            rel = self._relative(os.fsdecode(p))
+            if rel is None:
+                continue
+            if rel in IGNORE_FILES:  # the rules changed: what is a note may have too
+                self.rules = IgnoreRules(self.root, self._exclude, self._index_dir)
+                everything = True
+            elif self._wanted(rel, event.is_directory):
+                taken.append(rel)
+        if not taken and not everything:
+            return
+        now = time.monotonic()
+        with self._cond:
+            if not self._paths and not self._everything:
+                self._first = now
+            self._last = now
+            self._paths.update(taken)
+            self._everything = self._everything or everything
+            self._cond.notify_all()
+
+    def _relative(self, path: str) -> str | None:
+        try:
+            rel = Path(path).relative_to(self.root).as_posix()
+        except ValueError:
+            return None
+        return None if rel in ("", ".") else rel
+
+    def _wanted(self, rel: str, is_dir: bool) -> bool:
+        if self.rules.excludes(rel, is_dir=is_dir):
+            return False
+        return is_dir or self.parsers.parser_for(rel) is not None
+
+    def _small_enough(self, rel: str) -> bool:
+        """Judged when the batch is handed over, once the file is written: a file over
+        ``vault.max_file_size`` is not indexed, so its events start no run (a note that
+        outgrows the limit leaves the index at the next whole-vault look)."""
+        try:
+            st = (self.root / rel).stat()
+        except OSError:
+            return True  # gone: the index must drop it
+        return stat.S_ISDIR(st.st_mode) or st.st_size <= self.max_size
+
+    # --- batching (own thread) ---------------------------------------------------
+    def _loop(self) -> None:
+        next_rescan = time.monotonic() + self.rescan
+        while True:
+            with self._cond:
+                if self._stopped:
+                    return
+                now = time.monotonic()
+                if not self._paths and not self._everything:
+                    if now < next_rescan:
+                        self._cond.wait(next_rescan - now)
+                        continue
+                    self._everything = True
+                    self._first = self._last = now - self.debounce
+                due = min(self._last + self.debounce, self._first + self.max_wait)
+                if now < due:
+                    self._cond.wait(due - now)
+                    continue
+                paths, everything = self._paths, self._everything
+                self._paths, self._everything = set(), False
+            if not everything:
+                paths = {p for p in paths if self._small_enough(p)}
+                if not paths:
+                    continue
+            self.live.request(paths=None if everything else paths)
+            self.batches += 1
+            next_rescan = time.monotonic() + self.rescan
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, watcher: Watcher) -> None:
+        self.watcher = watcher
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        self.watcher.on_event(event)
+
+
+def attach_watcher(live: LiveIndex) -> Watcher:
+    """Watch ``live``'s vault and feed it; the caller starts and stops ``live`` itself
+    and decides (``watch.enabled``, ``--no-watch``) whether to watch at all."""
+    return Watcher(live).start()
+
+
+# --- vaultsearch watch ---------------------------------------------------------------
+def watch_forever(vault: Vault) -> int:
+    """Index, then keep indexing as files change, until SIGINT or SIGTERM."""
+    done = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        done.set()
+
+    live = LiveIndex(vault, on_change=_Reporter(vault))
+    watcher = attach_watcher(live)  # before the first run, so no change falls in between
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    debounce = vault.config.watch.debounce_ms
+    _say(f"watching {vault.root} (index {vault.index_dir}, debounce {debounce} ms)")
+    live.start()
+    try:
+        while not done.wait(0.5):
+            pass
+    finally:
+        watcher.stop()
+        live.stop()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    _say("stopped")
+    return 0
+
+
+class _Reporter:
+    """One stderr line per run that changed something or failed, and per role change."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        self.first = True
+
+    def __call__(self, kind: str, state: LiveState) -> None:
+        if kind == "role":
+            _say(
+                "writer: this process indexes the vault"
+                if state.role == "writer"
+                else "reader: another process is writing this index; taking over if it stops"
+            )
+            return
+        first, self.first = self.first, False
+        if state.last_error:
+            _say(f"index run failed: {state.last_error}")
+            return
+        s = state.last_summary or {}
+        changed = sum(s.get(k, 0) for k in ("added", "updated", "moved", "removed"))
+        if not (changed or s.get("failed") or s.get("repaired") or first):
+            return
+        generation = (read_state(self.vault.index_dir) or {}).get("generation")
+        _say(
+            f"indexed: {s.get('added', 0)} added, {s.get('updated', 0)} updated, "
+            f"{s.get('moved', 0)} moved, {s.get('removed', 0)} removed, "
+            f"{len(s.get('failed', {}))} failed, {s.get('chunks_embedded', 0)} chunks embedded, "
+            f"{s.get('seconds', 0.0):.2f} s, generation {generation}"
+        )
+
+
+def _say(text: str) -> None:
+    print(f"{datetime.now().strftime('%H:%M:%S')} {text}", file=sys.stderr, flush=True)

@@ -1,0 +1,149 @@
+"""``vaultsearch check``: silent and 0 on a good index, loud and non-zero on damage,
+and ``--repair`` mends the derived indexes from the catalog without the model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import write_files
+from vaultsearch import Vault
+from vaultsearch.cli import main
+from vaultsearch.indexes.catalog import Catalog
+from vaultsearch.indexes.keywords import KeywordIndex
+
+NOTES = {
+    "one.md": "# One\n\nThe first note, about owls. See [[two]].\n",
+    "two.md": "# Two\n\nThe second note, about otters.\n",
+    "sub/three.md": "# Three\n\nThe third note, about ospreys. See [[one]].\n",
+}
+
+
+@pytest.fixture
+def indexed(tmp_path: Path, embedder: object) -> tuple[Path, Path]:
+    root = write_files(tmp_path / "vault", dict(NOTES))
+    index_dir = tmp_path / "index"
+    with Vault.open(root, index_dir=index_dir) as vault:
+        vault.index()
+    return root, index_dir
+
+
+def check(
+    root: Path, index_dir: Path, capsys: pytest.CaptureFixture[str], *extra: str
+) -> tuple[int, str]:
+    code = main(["check", str(root), "--index-dir", str(index_dir), *extra])
+    return code, capsys.readouterr().out
+
+
+def embeddings(index_dir: Path) -> int:
+    catalog = Catalog(index_dir / "catalog.sqlite", readonly=True)
+    try:
+        return catalog.count("embeddings")
+    finally:
+        catalog.close()
+
+
+def repair(root: Path, index_dir: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+    before = embeddings(index_dir)
+    code, out = check(root, index_dir, capsys, "--repair", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["ok"], report
+    assert report["repaired"]["update"]["chunks_embedded"] == 0
+    assert embeddings(index_dir) == before
+    assert check(root, index_dir, capsys)[0] == 0
+    return dict(report["repaired"])
+
+
+def test_a_consistent_index_passes(indexed: tuple[Path, Path]) -> None:
+    root, index_dir = indexed
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vaultsearch.cli",
+            "check",
+            str(root),
+            "--index-dir",
+            str(index_dir),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.splitlines() == ["consistent (notes 3, chunks 3, vectors 3, keyword_docs 3)"]
+
+
+def test_deleted_vectors_are_reported_and_repaired(
+    indexed: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    root, index_dir = indexed
+    (index_dir / "vectors.faiss").unlink()
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vaultsearch.cli",
+            "check",
+            str(root),
+            "--index-dir",
+            str(index_dir),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 1
+    assert run.stdout.startswith("inconsistent")
+    assert "vectors: unreadable" in run.stdout
+    repaired = repair(root, index_dir, capsys)
+    assert repaired["derived"] == ["vectors: brought level with the catalog"]
+
+
+def test_a_missing_keyword_document_is_reported_and_repaired(
+    indexed: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    root, index_dir = indexed
+    keywords = KeywordIndex(index_dir / "keywords")
+    keywords.delete_paths(["two.md"])
+    keywords.commit()
+    code, out = check(root, index_dir, capsys)
+    assert code == 1
+    assert "  - keywords: 1 catalog chunks missing" in out.splitlines()
+    repair(root, index_dir, capsys)
+    with Vault.open(root, index_dir=index_dir) as vault:
+        assert vault.search("otters", mode="keyword")[0].path == "two.md"
+
+
+def test_a_lost_graph_and_a_stale_state_are_repaired(
+    indexed: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    root, index_dir = indexed
+    (index_dir / "graph.json").unlink()
+    catalog = Catalog(index_dir / "catalog.sqlite")
+    with catalog.transaction():  # as if a writer died after its catalog commit
+        catalog.bump_generation()
+    catalog.close()
+    code, out = check(root, index_dir, capsys)
+    assert code == 1
+    assert "graph: unreadable" in out
+    assert "state generation 1 != catalog 2" in out
+    repair(root, index_dir, capsys)
+
+
+def test_a_note_deleted_behind_the_index_is_reported_and_removed(
+    indexed: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    root, index_dir = indexed
+    (root / "sub" / "three.md").unlink()
+    code, out = check(root, index_dir, capsys)
+    assert code == 1
+    assert "  - files: 1 file deleted since the last index run" in out.splitlines()
+    repaired = repair(root, index_dir, capsys)
+    assert repaired["update"]["removed"] == 1  # type: ignore[index]
+    code, out = check(root, index_dir, capsys)
+    assert out.startswith("consistent (notes 2, chunks 2")

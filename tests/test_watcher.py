@@ -1,0 +1,306 @@
+"""The watcher: file events in a real vault become debounced, path-limited index runs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import write_files
+from vaultsearch import Vault
+from vaultsearch.config import config_from_dict
+from vaultsearch.indexes.catalog import Catalog
+from vaultsearch.indexing.live import LiveIndex, LiveState
+from vaultsearch.indexing.scan import IgnoreRules, scan_vault
+from vaultsearch.indexing.watcher import Watcher, attach_watcher
+from vaultsearch.parsers import DEFAULT_PARSER_MAP, ParserRegistry
+
+DEBOUNCE_MS = 100
+
+
+def note(title: str, body: str) -> str:
+    return f"# {title}\n\n{body}\n"
+
+
+def wait_until(check: Callable[[], bool], timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.02)
+    return check()
+
+
+class LiveVault:
+    """A vault with a LiveIndex and a watcher running, recording every run's summary."""
+
+    def __init__(self, root: Path, index_dir: Path, debounce_ms: int = DEBOUNCE_MS) -> None:
+        config = config_from_dict({"watch": {"debounce_ms": debounce_ms}})
+        self.quiet = 0.5 + 2.5 * debounce_ms / 1000
+        """Long enough that a run that was going to come has come."""
+        self.root = root
+        self.vault = Vault.open(root, index_dir=index_dir, config=config)
+        self.runs: list[dict[str, Any]] = []
+        self.live = LiveIndex(self.vault, on_change=self._on_change)
+        self.watcher: Watcher = attach_watcher(self.live)
+        self.live.start()
+        assert wait_until(lambda: len(self.runs) >= 1 and self.live.wait_idle(0.1)), "first run"
+
+    def _on_change(self, kind: str, state: LiveState) -> None:
+        if kind == "run":
+            self.runs.append(state.last_summary or {"error": state.last_error})
+
+    def run_after(self, mark: int, timeout: float = 20.0) -> dict[str, Any]:
+        """The first run after ``mark`` runs, and there is no second one."""
+        assert wait_until(lambda: len(self.runs) > mark, timeout), "no index run came"
+        time.sleep(self.quiet)
+        assert len(self.runs) == mark + 1, f"expected one run, got {self.runs[mark:]}"
+        return self.runs[mark]
+
+    def keyword(self, word: str) -> list[str]:
+        return [h.path for h in self.vault.search(word, mode="keyword")]
+
+    def embeddings(self) -> int:
+        catalog = Catalog(self.vault.layout.catalog, readonly=True)
+        try:
+            return catalog.count("embeddings")
+        finally:
+            catalog.close()
+
+    def close(self) -> None:
+        self.watcher.stop()
+        self.live.stop()
+        self.vault.close()
+
+
+@pytest.fixture
+def live(tmp_path: Path, embedder: object, request: pytest.FixtureRequest) -> Iterator[LiveVault]:
+    """Parametrized indirectly, the parameter is the debounce in ms (default 100)."""
+    root = write_files(
+        tmp_path / "vault",
+        {
+            ".gitignore": "private/\n",
+            "alpha.md": note("Alpha", "The alpha note talks about apples."),
+            "folder/beta.md": note("Beta", "The beta note talks about bananas."),
+        },
+    )
+    lv = LiveVault(root, tmp_path / "index", getattr(request, "param", DEBOUNCE_MS))
+    try:
+        yield lv
+    finally:
+        lv.close()
+
+
+def test_create_modify_delete_a_file(live: LiveVault) -> None:
+    mark = len(live.runs)
+    (live.root / "gamma.md").write_text(note("Gamma", "A note about zebras."), encoding="utf-8")
+    run = live.run_after(mark)
+    assert (run["added"], run["updated"], run["removed"]) == (1, 0, 0)
+    assert live.keyword("zebras") == ["gamma.md"]
+
+    mark = len(live.runs)
+    (live.root / "gamma.md").write_text(note("Gamma", "Now about giraffes."), encoding="utf-8")
+    run = live.run_after(mark)
+    assert (run["added"], run["updated"], run["removed"]) == (0, 1, 0)
+    assert live.keyword("giraffes") == ["gamma.md"]
+    assert live.keyword("zebras") == []
+
+    mark = len(live.runs)
+    (live.root / "gamma.md").unlink()
+    run = live.run_after(mark)
+    assert (run["added"], run["updated"], run["removed"]) == (0, 0, 1)
+    assert live.keyword("giraffes") == []
+
+
+def test_a_moved_file_keeps_its_embeddings(live: LiveVault) -> None:
+    before = live.embeddings()
+    mark = len(live.runs)
+    (live.root / "alpha.md").rename(live.root / "folder" / "alpha renamed.md")
+    run = live.run_after(mark)
+    assert (run["moved"], run["added"], run["removed"], run["chunks_embedded"]) == (1, 0, 0, 0)
+    assert live.keyword("apples") == ["folder/alpha renamed.md"]
+    assert live.embeddings() == before
+
+
+def test_a_folder_is_created_renamed_and_deleted(live: LiveVault) -> None:
+    staging = live.root.parent / "outside"
+    write_files(staging, {f"n{i}.md": note(f"Topic {i}", f"Kiwi fact {i}.") for i in range(6)})
+    mark = len(live.runs)
+    shutil.move(staging, live.root / "topics")  # a folder moved in from outside the vault
+    run = live.run_after(mark)
+    assert run["added"] == 6
+
+    before = live.embeddings()
+    mark = len(live.runs)
+    (live.root / "topics").rename(live.root / "subjects")
+    run = live.run_after(mark)
+    assert (run["moved"], run["added"], run["removed"], run["chunks_embedded"]) == (6, 0, 0, 0)
+    assert live.embeddings() == before
+    assert sorted(live.keyword("kiwi")) == [f"subjects/n{i}.md" for i in range(6)]
+
+    mark = len(live.runs)
+    shutil.rmtree(live.root / "subjects")
+    run = live.run_after(mark)
+    assert run["removed"] == 6
+    assert live.keyword("kiwi") == []
+
+
+def test_an_atomic_save_is_one_modification(live: LiveVault) -> None:
+    mark = len(live.runs)
+    tmp = live.root / "folder" / "beta.md.tmp"
+    tmp.write_text(note("Beta", "The beta note now talks about cherries."), encoding="utf-8")
+    os.replace(tmp, live.root / "folder" / "beta.md")
+    run = live.run_after(mark)
+    assert (run["added"], run["updated"], run["removed"], run["moved"]) == (0, 1, 0, 0)
+    assert live.keyword("cherries") == ["folder/beta.md"]
+
+    # vim: move the note to a backup, write it anew, drop the backup
+    mark = len(live.runs)
+    target = live.root / "alpha.md"
+    target.rename(live.root / "alpha.md~")
+    target.write_text(note("Alpha", "The alpha note now talks about plums."), encoding="utf-8")
+    (live.root / "alpha.md~").unlink()
+    run = live.run_after(mark)
+    assert (run["added"], run["updated"], run["removed"], run["moved"]) == (0, 1, 0, 0)
+    assert live.keyword("plums") == ["alpha.md"]
+
+
+def test_ignored_paths_trigger_no_run(live: LiveVault) -> None:
+    batches, mark = live.watcher.batches, len(live.runs)
+    write_files(
+        live.root,
+        {
+            ".obsidian/workspace.json": "{}",
+            ".obsidian/snippets/a.md": note("Obs", "hidden"),
+            ".trash/old.md": note("Old", "trashed"),
+            ".hidden/n.md": note("Hidden", "hidden folder"),
+            "node_modules/pkg/readme.md": note("Pkg", "vendored"),
+            "private/secret.md": note("Secret", "gitignored folder"),
+            "private/deeper/more.md": note("More", "gitignored below"),
+            "folder/.beta.md.swp": "swap",
+            "folder/beta.md~": "backup",
+            "~$alpha.md": "office lock",
+            ".#alpha.md": "emacs lock",
+            "draft.tmp": "temp",
+            "picture.png": b"\x89PNG\r\n",
+            "huge.md": "# Huge\n\n" + "words " * 400_000,  # over vault.max_file_size
+        },
+    )
+    time.sleep(live.quiet)
+    assert (live.watcher.batches, len(live.runs)) == (batches, mark)
+
+    (live.root / "private" / "secret.md").unlink()
+    shutil.rmtree(live.root / ".obsidian")
+    time.sleep(live.quiet)
+    assert (live.watcher.batches, len(live.runs)) == (batches, mark)
+
+    (live.root / "visible.md").write_text(note("Visible", "A real note."), encoding="utf-8")
+    assert live.run_after(mark)["added"] == 1  # the watcher was listening all along
+
+
+@pytest.mark.parametrize("live", [400], indirect=True)  # 20 ms gaps stay far below it
+def test_a_burst_of_changes_is_one_run(live: LiveVault) -> None:
+    mark = len(live.runs)
+    for i in range(20):
+        (live.root / f"burst {i}.md").write_text(note(f"Burst {i}", "Mango."), encoding="utf-8")
+        (live.root / "alpha.md").write_text(note("Alpha", f"Version {i}."), encoding="utf-8")
+        time.sleep(0.02)
+    run = live.run_after(mark)
+    assert (run["added"], run["updated"]) == (20, 1)
+    assert len(live.keyword("mango")) == 10  # top_k
+
+
+def test_an_edited_gitignore_is_applied(live: LiveVault) -> None:
+    mark = len(live.runs)
+    with (live.root / ".gitignore").open("a", encoding="utf-8") as fh:
+        fh.write("folder/\n")
+    run = live.run_after(mark)
+    assert run["removed"] == 1
+    assert live.keyword("bananas") == []
+
+
+def test_update_with_paths_looks_only_at_them(tmp_path: Path, embedder: object) -> None:
+    root = write_files(
+        tmp_path / "vault",
+        {"a.md": note("A", "one"), "b.md": note("B", "two"), "d/c.md": note("C", "three")},
+    )
+    with Vault.open(root, index_dir=tmp_path / "index") as vault:
+        vault.index()
+        (root / "a.md").write_text(note("A", "one more"), encoding="utf-8")
+        (root / "b.md").write_text(note("B", "two more"), encoding="utf-8")
+        (root / "d").rename(root / "e")
+        manager = vault.manager()
+        s = manager.update(paths=["a.md", "d", "e"])
+        assert (s.updated, s.moved, s.removed, s.added) == (1, 1, 0, 0)
+        assert manager.update(paths=["nothing/here.md"]).to_dict()["updated"] == 0
+        assert manager.update().updated == 1  # b.md, left for the whole-vault look
+
+
+def test_a_single_path_is_judged_like_a_scan(tmp_path: Path) -> None:
+    root = write_files(
+        tmp_path / "vault",
+        {
+            ".gitignore": "build/\n*.draft.md\n!keep.draft.md\n",
+            ".vaultsearchignore": "archive/2019/\n",
+            "a.md": "a",
+            "keep.draft.md": "k",
+            "x.draft.md": "x",
+            "build/out.md": "b",
+            "archive/2019/old.md": "o",
+            "archive/2020/new.md": "n",
+            "notes/.obsidian/w.md": "w",
+            "notes/sub/deep.md": "d",
+            "notes/sub/.#deep.md": "lock",
+        },
+    )
+    rules = IgnoreRules(root, ["notes/sub/skip*"])
+    (root / "notes" / "sub" / "skip me.md").write_text("s", encoding="utf-8")
+    scanned = set(scan_vault(root, rules, ParserRegistry(DEFAULT_PARSER_MAP)))
+    every = {p.relative_to(root).as_posix() for p in root.rglob("*.md")}
+    assert scanned == {p for p in every if not rules.excludes(p)}
+    assert scanned == {"a.md", "keep.draft.md", "archive/2020/new.md", "notes/sub/deep.md"}
+
+
+def test_a_watch_limit_is_one_clear_error(tmp_path: Path) -> None:
+    """inotify's limits surface as ENOSPC or EMFILE: not "the disk is full"."""
+    script = textwrap.dedent(
+        """
+        import os, resource, sys
+        from vaultsearch import Vault
+        from vaultsearch.errors import VaultsearchError
+        from vaultsearch.indexing.live import LiveIndex
+        from vaultsearch.indexing.watcher import attach_watcher
+        import watchdog.observers.inotify_c
+
+        live = LiveIndex(Vault.open(sys.argv[1], index_dir=sys.argv[2]))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+        held = []
+        try:
+            while True:
+                held.append(os.open(os.devnull, os.O_RDONLY))
+        except OSError:
+            pass
+        try:
+            attach_watcher(live)
+        except VaultsearchError as exc:
+            print(exc)
+            sys.exit(3)
+        """
+    )
+    (tmp_path / "vault").mkdir()
+    run = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "vault"), str(tmp_path / "index")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 3, run.stderr
+    assert "a limit on file watching" in run.stdout and "max_user_watches" in run.stdout
