@@ -9,10 +9,9 @@ indexes, and the next open brings them level from the catalog without the model.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +19,11 @@ from vaultsearch.config import Config
 from vaultsearch.embedding import Embedder, text_hash
 from vaultsearch.errors import IndexBusyError
 from vaultsearch.indexes.catalog import Catalog
-from vaultsearch.indexes.graph import build_graph, save_graph
 from vaultsearch.indexes.keywords import KeywordDoc, KeywordIndex
 from vaultsearch.indexes.vectors import VectorIndex, normalize
 from vaultsearch.indexing.changes import ChangePlan, FileText, describe_plan, plan_changes
 from vaultsearch.indexing.chunker import chunk_note
+from vaultsearch.indexing.derived import DerivedIndexes, keyword_docs
 from vaultsearch.indexing.layout import IndexLayout
 from vaultsearch.indexing.links import LinkResolver
 from vaultsearch.indexing.lock import WriterLock
@@ -35,7 +34,6 @@ from vaultsearch.indexing.manifest import (
     read_state,
     rebuild_scope,
     write_manifest,
-    write_state,
 )
 from vaultsearch.indexing.progress import Progress, SilentProgress
 from vaultsearch.indexing.scan import FileInfo, IgnoreRules, scan_paths, scan_vault
@@ -127,6 +125,7 @@ class IndexManager:
         self.embedder = embedder or Embedder(config.embedding)
         self.progress = progress or SilentProgress()
         self.lock = WriterLock(self.layout.lock)
+        self.derived = DerivedIndexes(self.layout, config, self.embedder.model_id)
 
     # --- read-only questions -------------------------------------------------
     def scan(self) -> dict[str, FileInfo]:
@@ -217,10 +216,10 @@ class IndexManager:
         with self._writing("wait for it to finish; the writer repairs the index itself") as catalog:
             t0 = time.perf_counter()
             dim = self.embedder.dimension
-            vectors = self._open_vectors(catalog, dim, False, summary)
-            keywords = self._open_keywords(catalog, False, False, summary)
+            vectors = self.derived.open_vectors(catalog, dim, False, summary)
+            keywords = self.derived.open_keywords(catalog, False, False, summary)
             manifest = read_manifest(self.layout.root) or expected_manifest(self.config, dim)
-            self._commit_derived(catalog, vectors, keywords, catalog.generation, manifest, summary)
+            self.derived.commit(catalog, vectors, keywords, catalog.generation, manifest, summary)
             summary.seconds = time.perf_counter() - t0
             return summary
 
@@ -241,8 +240,8 @@ class IndexManager:
             with catalog.transaction():
                 catalog.set_meta(PENDING_REBUILD, "1")
 
-        vectors = self._open_vectors(catalog, dim, "vectors" in scope, summary)
-        keywords = self._open_keywords(catalog, "keywords" in scope, reparse_all, summary)
+        vectors = self.derived.open_vectors(catalog, dim, "vectors" in scope, summary)
+        keywords = self.derived.open_keywords(catalog, "keywords" in scope, reparse_all, summary)
 
         scanned, known, failures = self._look(catalog, None if reparse_all else paths)
         plan = plan_changes(
@@ -334,7 +333,7 @@ class IndexManager:
                 removed_ids += old_ids
                 added_ids += new_ids
                 stale_paths.append(p.note.path)
-                docs += _keyword_docs(p.note, p.chunks, new_ids)
+                docs += keyword_docs(p.note, p.chunks, new_ids)
                 if existed:
                     summary.updated += 1
                 else:
@@ -359,7 +358,7 @@ class IndexManager:
         )
         keywords.delete_paths(stale_paths)
         keywords.add(docs)
-        self._commit_derived(catalog, vectors, keywords, generation, manifest, summary)
+        self.derived.commit(catalog, vectors, keywords, generation, manifest, summary)
         self.progress.advance(files=len(batch) + (len(plan.moved) if plan else 0))
 
     def _apply_plan_moves(
@@ -436,103 +435,6 @@ class IndexManager:
                 )
             summary.chunks_embedded += len(part)
             self.progress.advance(chunks=len(part))
-
-    # --- derived indexes ------------------------------------------------------
-    def _open_vectors(
-        self, catalog: Catalog, dim: int, reset: bool, summary: IndexSummary
-    ) -> VectorIndex:
-        if reset:
-            return VectorIndex(dim)
-        try:
-            vectors = VectorIndex.load(self.layout.vectors)
-            if vectors.dim != dim:
-                raise ValueError(f"dimension {vectors.dim} != {dim}")
-        except Exception:
-            vectors = VectorIndex(dim)
-        if sync_vectors(catalog, vectors, self.embedder.model_id):
-            summary.repaired.append("vectors: brought level with the catalog")
-        return vectors
-
-    def _open_keywords(
-        self, catalog: Catalog, reset: bool, reparse_all: bool, summary: IndexSummary
-    ) -> KeywordIndex:
-        stemming = self.config.keyword.stemming
-        state = read_state(self.layout.root) or {}
-        in_step = state.get("generation") == catalog.generation
-        try:
-            keywords = None if reset else KeywordIndex(self.layout.keywords, stemming)
-            count = -1 if keywords is None else len(keywords)
-        except Exception:
-            keywords, count = None, -1
-        if keywords is not None and in_step and count == catalog.count("chunks"):
-            return keywords
-        if not reset and catalog.count("chunks"):
-            summary.repaired.append("keywords: rebuilt from the catalog")
-        if keywords is None:  # unreadable, or another tokenizer: only a new folder will do
-            keywords = KeywordIndex.recreate(self.layout.keywords, stemming)
-        else:  # emptied and refilled in one commit: a reader or a crash sees old or new
-            keywords.clear()
-        if not reparse_all:
-            keywords.add(all_keyword_docs(catalog))
-        keywords.commit()
-        return keywords
-
-    def _commit_derived(
-        self,
-        catalog: Catalog,
-        vectors: VectorIndex,
-        keywords: KeywordIndex,
-        generation: int,
-        manifest: dict[str, Any],
-        summary: IndexSummary,
-    ) -> None:
-        vectors.save(self.layout.vectors)
-        keywords.commit()
-        graph = build_graph(catalog.notes(), catalog.links())
-        save_graph(graph, self.layout.graph)
-        write_manifest(self.layout.root, manifest)
-        write_state(
-            self.layout.root,
-            {
-                "generation": generation,
-                "notes": catalog.count("notes"),
-                "chunks": catalog.count("chunks"),
-                "vectors": len(vectors),
-                "keyword_docs": len(keywords),
-                "links": graph.number_of_edges(),
-                "unresolved_links": graph.graph.get("unresolved_links", 0),
-                "last_indexed": datetime.now(UTC).isoformat(timespec="seconds"),
-                "last_run": summary.to_dict(),
-            },
-        )
-
-
-def sync_vectors(catalog: Catalog, vectors: VectorIndex, model: str) -> bool:
-    """Make FAISS hold exactly the catalog's chunk ids, using cached vectors only."""
-    want = {r[0] for r in catalog.db.execute("SELECT id FROM chunks")}
-    have = set(vectors.ids().tolist())
-    extra, missing = sorted(have - want), sorted(want - have)
-    if not extra and not missing:
-        return False
-    vectors.remove(extra)
-    vectors.add(missing, catalog.vectors_by_ids(model, vectors.dim, missing))
-    return True
-
-
-def all_keyword_docs(catalog: Catalog) -> Iterable[KeywordDoc]:
-    notes = {n.id: n for n in catalog.notes()}
-    for c in catalog.chunks():
-        n = notes[c.note_id]
-        yield KeywordDoc(c.id, n.path, n.title, n.aliases, c.heading_path, n.tags, c.text)
-
-
-def _keyword_docs(
-    note: ParsedNote, chunks: Sequence[Chunk], ids: Sequence[int]
-) -> list[KeywordDoc]:
-    return [
-        KeywordDoc(i, note.path, note.title, note.aliases, c.heading_path, note.tags, c.text)
-        for c, i in zip(chunks, ids, strict=True)
-    ]
 
 
 def _resolve_links(catalog: Catalog) -> None:

@@ -1,0 +1,128 @@
+"""The derived indexes (FAISS, Tantivy, the graph), kept level with the catalog.
+
+They hold nothing the catalog does not, so each can be checked against it, brought
+level from the embedding cache without the model, and written in the fixed order
+(vectors, keywords, graph, manifest, state last) that makes a crash harmless.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from vaultsearch.config import Config
+from vaultsearch.indexes.catalog import Catalog
+from vaultsearch.indexes.graph import build_graph, save_graph
+from vaultsearch.indexes.keywords import KeywordDoc, KeywordIndex
+from vaultsearch.indexes.vectors import VectorIndex
+from vaultsearch.indexing.layout import IndexLayout
+from vaultsearch.indexing.manifest import read_state, write_manifest, write_state
+from vaultsearch.models import Chunk, ParsedNote
+
+
+class RunReport(Protocol):
+    repaired: list[str]
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+class DerivedIndexes:
+    def __init__(self, layout: IndexLayout, config: Config, model_id: str) -> None:
+        self.layout = layout
+        self.config = config
+        self.model_id = model_id
+
+    def open_vectors(
+        self, catalog: Catalog, dim: int, reset: bool, report: RunReport
+    ) -> VectorIndex:
+        if reset:
+            return VectorIndex(dim)
+        try:
+            vectors = VectorIndex.load(self.layout.vectors)
+            if vectors.dim != dim:
+                raise ValueError(f"dimension {vectors.dim} != {dim}")
+        except Exception:
+            vectors = VectorIndex(dim)
+        if sync_vectors(catalog, vectors, self.model_id):
+            report.repaired.append("vectors: brought level with the catalog")
+        return vectors
+
+    def open_keywords(
+        self, catalog: Catalog, reset: bool, reparse_all: bool, report: RunReport
+    ) -> KeywordIndex:
+        stemming = self.config.keyword.stemming
+        state = read_state(self.layout.root) or {}
+        in_step = state.get("generation") == catalog.generation
+        try:
+            keywords = None if reset else KeywordIndex(self.layout.keywords, stemming)
+            count = -1 if keywords is None else len(keywords)
+        except Exception:
+            keywords, count = None, -1
+        if keywords is not None and in_step and count == catalog.count("chunks"):
+            return keywords
+        if not reset and catalog.count("chunks"):
+            report.repaired.append("keywords: rebuilt from the catalog")
+        if keywords is None:  # unreadable, or another tokenizer: only a new folder will do
+            keywords = KeywordIndex.recreate(self.layout.keywords, stemming)
+        else:  # emptied and refilled in one commit: a reader or a crash sees old or new
+            keywords.clear()
+        if not reparse_all:
+            keywords.add(all_keyword_docs(catalog))
+        keywords.commit()
+        return keywords
+
+    def commit(
+        self,
+        catalog: Catalog,
+        vectors: VectorIndex,
+        keywords: KeywordIndex,
+        generation: int,
+        manifest: dict[str, Any],
+        report: RunReport,
+    ) -> None:
+        vectors.save(self.layout.vectors)
+        keywords.commit()
+        graph = build_graph(catalog.notes(), catalog.links())
+        save_graph(graph, self.layout.graph)
+        write_manifest(self.layout.root, manifest)
+        write_state(
+            self.layout.root,
+            {
+                "generation": generation,
+                "notes": catalog.count("notes"),
+                "chunks": catalog.count("chunks"),
+                "vectors": len(vectors),
+                "keyword_docs": len(keywords),
+                "links": graph.number_of_edges(),
+                "unresolved_links": graph.graph.get("unresolved_links", 0),
+                "last_indexed": datetime.now(UTC).isoformat(timespec="seconds"),
+                "last_run": report.to_dict(),
+            },
+        )
+
+
+def sync_vectors(catalog: Catalog, vectors: VectorIndex, model: str) -> bool:
+    """Make FAISS hold exactly the catalog's chunk ids, using cached vectors only."""
+    want = {r[0] for r in catalog.db.execute("SELECT id FROM chunks")}
+    have = set(vectors.ids().tolist())
+    extra, missing = sorted(have - want), sorted(want - have)
+    if not extra and not missing:
+        return False
+    vectors.remove(extra)
+    vectors.add(missing, catalog.vectors_by_ids(model, vectors.dim, missing))
+    return True
+
+
+def all_keyword_docs(catalog: Catalog) -> Iterable[KeywordDoc]:
+    notes = {n.id: n for n in catalog.notes()}
+    for c in catalog.chunks():
+        n = notes[c.note_id]
+        yield KeywordDoc(c.id, n.path, n.title, n.aliases, c.heading_path, n.tags, c.text)
+
+
+def keyword_docs(note: ParsedNote, chunks: Sequence[Chunk], ids: Sequence[int]) -> list[KeywordDoc]:
+    return [
+        KeywordDoc(i, note.path, note.title, note.aliases, c.heading_path, note.tags, c.text)
+        for c, i in zip(chunks, ids, strict=True)
+    ]
