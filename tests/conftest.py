@@ -11,6 +11,7 @@ import pytest
 
 from vaultsearch.config import EmbeddingConfig
 from vaultsearch.embedding import Embedder
+from vaultsearch.indexes.catalog import Catalog
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -51,3 +52,12 @@ def _no_config_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def bump_mtime(path: Path, seconds: int = 5) -> None:
     st = path.stat()
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + seconds * 1_000_000_000))
+
+
+def embeddings(index_dir: Path) -> int:
+    """Rows in the embedding cache: what "nothing was re-embedded" is checked against."""
+    catalog = Catalog(index_dir / "catalog.sqlite", readonly=True)
+    try:
+        return catalog.count("embeddings")
+    finally:
+        catalog.close()

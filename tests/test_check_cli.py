@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import write_files
+from tests.conftest import embeddings, write_files
 from vaultsearch import Vault
 from vaultsearch.cli import main
 from vaultsearch.indexes.catalog import Catalog
@@ -37,14 +37,6 @@ def check(
 ) -> tuple[int, str]:
     code = main(["check", str(root), "--index-dir", str(index_dir), *extra])
     return code, capsys.readouterr().out
-
-
-def embeddings(index_dir: Path) -> int:
-    catalog = Catalog(index_dir / "catalog.sqlite", readonly=True)
-    try:
-        return catalog.count("embeddings")
-    finally:
-        catalog.close()
 
 
 def repair(root: Path, index_dir: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:

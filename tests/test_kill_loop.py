@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.conftest import write_files
+from tests.conftest import embeddings, write_files
 from vaultsearch import Vault
 from vaultsearch.indexes.catalog import Catalog
 from vaultsearch.indexing.verify import verify_index
@@ -147,14 +147,6 @@ def pre_embed(root: Path, index_dir: Path) -> int:
         (root / "stage").rmdir()
         vault.index()
     return embeddings(index_dir)
-
-
-def embeddings(index_dir: Path) -> int:
-    catalog = Catalog(index_dir / "catalog.sqlite", readonly=True)
-    try:
-        return catalog.count("embeddings")
-    finally:
-        catalog.close()
 
 
 def catalog_intact(index_dir: Path) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import write_files
+from tests.conftest import embeddings, write_files
 from vaultsearch import Vault
 from vaultsearch.indexes.catalog import Catalog
 from vaultsearch.indexing.manifest import read_state
@@ -90,14 +90,6 @@ def wait_until(check: Callable[[], bool], timeout: float) -> bool:
             return True
         time.sleep(0.05)
     return check()
-
-
-def embeddings(index_dir: Path) -> int:
-    catalog = Catalog(index_dir / "catalog.sqlite", readonly=True)
-    try:
-        return catalog.count("embeddings")
-    finally:
-        catalog.close()
 
 
 def file_states(index_dir: Path) -> dict[str, str]:
