@@ -222,3 +222,21 @@ def test_vault_missing_is_a_clear_error(tmp_path: Path) -> None:
 
     with pytest.raises(VaultNotFoundError, match="does not exist"):
         Vault.open(tmp_path / "nope")
+
+
+def test_dendron_label_first_links_become_edges(write_vault: WriteVault, embedder: object) -> None:
+    root = write_vault(
+        {
+            "dendron.topic.md": "# Topic\n\nSee [[Publishing|dendron.topic.publish]] and [[Other|dendron.topic.other]].\n",
+            "dendron.topic.publish.md": "# Publish\n\nHow to publish.\n",
+            "dendron.topic.other.md": "# Other\n\nSomething else.\n",
+        }
+    )
+    v = Vault.open(root)
+    v.index()
+    g = load_graph(v.layout.graph)
+    assert set(g.successors("dendron.topic.md")) == {
+        "dendron.topic.publish.md",
+        "dendron.topic.other.md",
+    }
+    assert v.status()["unresolved_links"] == 0

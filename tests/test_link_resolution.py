@@ -140,3 +140,14 @@ def test_resolution_scales_to_many_notes() -> None:
     assert resolver.resolve("note 19999") == "f49/note 19999.md"
     assert resolver.resolve("ALIAS 7") == "f7/note 7.md"
     assert resolver.resolve("f3/note 3") == "f3/note 3.md"
+
+
+def test_dendron_style_label_first_links_resolve_through_the_label() -> None:
+    resolver = LinkResolver([("dendron.topic.publish.md", ()), ("Label Note.md", ())])
+    assert (
+        resolver.resolve_link("Publishing", "dendron.topic.publish") == "dendron.topic.publish.md"
+    )
+    # an Obsidian link whose target resolves keeps its target, whatever the label says
+    assert resolver.resolve_link("Label Note", "dendron.topic.publish") == "Label Note.md"
+    assert resolver.resolve_link("Nowhere", "Also nowhere") is None
+    assert resolver.resolve_link("Nowhere", None) is None

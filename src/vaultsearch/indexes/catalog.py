@@ -312,10 +312,11 @@ class Catalog:
         )
         return [LinkRow(r[0], r[1], r[2], bool(r[3]), *r[4:]) for r in rows]
 
-    def set_link_targets(self, resolved: Iterable[tuple[str | None, int, str]]) -> None:
-        """Store (target_path, source_id, target) resolutions computed over the whole vault."""
+    def set_link_targets(self, resolved: Iterable[tuple[str | None, int, str, str | None]]) -> None:
+        """Store (target_path, source_id, target, label) resolutions made over the whole vault."""
         self.db.executemany(
-            "UPDATE links SET target_path=? WHERE source_id=? AND target=?", list(resolved)
+            "UPDATE links SET target_path=? WHERE source_id=? AND target=? AND label IS ?",
+            list(resolved),
         )
 
     # --- embeddings -------------------------------------------------------------

@@ -444,9 +444,9 @@ def _resolve_links(catalog: Catalog) -> None:
     path_of = {n.id: n.path for n in notes}
     updates = []
     for link in catalog.links():
-        target = resolver.resolve(link.target, path_of.get(link.source_id))
+        target = resolver.resolve_link(link.target, link.label, path_of.get(link.source_id))
         if target != link.target_path:
-            updates.append((target, link.source_id, link.target))
+            updates.append((target, link.source_id, link.target, link.label))
     if updates:
         catalog.set_link_targets(updates)
 
