@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -61,3 +63,17 @@ def embeddings(index_dir: Path) -> int:
         return catalog.count("embeddings")
     finally:
         catalog.close()
+
+
+def run_check(root: Path, index_dir: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """``vaultsearch check`` in its own process, as a user or CI runs it."""
+    argv = [
+        sys.executable,
+        "-m",
+        "vaultsearch.cli",
+        "check",
+        str(root),
+        "--index-dir",
+        str(index_dir),
+    ]
+    return subprocess.run([*argv, *extra], capture_output=True, text=True, timeout=60)

@@ -4,13 +4,11 @@ and ``--repair`` mends the derived indexes from the catalog without the model.""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import embeddings, write_files
+from tests.conftest import embeddings, run_check, write_files
 from vaultsearch import Vault
 from vaultsearch.cli import main
 from vaultsearch.indexes.catalog import Catalog
@@ -52,20 +50,7 @@ def repair(root: Path, index_dir: Path, capsys: pytest.CaptureFixture[str]) -> d
 
 def test_a_consistent_index_passes(indexed: tuple[Path, Path]) -> None:
     root, index_dir = indexed
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "vaultsearch.cli",
-            "check",
-            str(root),
-            "--index-dir",
-            str(index_dir),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    run = run_check(root, index_dir)
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.splitlines() == ["consistent (notes 3, chunks 3, vectors 3, keyword_docs 3)"]
 
@@ -75,20 +60,7 @@ def test_deleted_vectors_are_reported_and_repaired(
 ) -> None:
     root, index_dir = indexed
     (index_dir / "vectors.faiss").unlink()
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "vaultsearch.cli",
-            "check",
-            str(root),
-            "--index-dir",
-            str(index_dir),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    run = run_check(root, index_dir)
     assert run.returncode == 1
     assert run.stdout.startswith("inconsistent")
     assert "vectors: unreadable" in run.stdout

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.conftest import embeddings, write_files
+from tests.conftest import embeddings, run_check, write_files
 from vaultsearch import Vault
 from vaultsearch.indexes.catalog import Catalog
 from vaultsearch.indexing.verify import verify_index
@@ -223,20 +223,7 @@ def test_sigkill_loop(tmp_path: Path, embedder: object) -> None:
     final = go(writer(root, index_dir))
     assert final.wait(60) == 0
     assert list(index_dir.glob(".*.tmp")) == [], "the writer sweeps what killed ones left"
-    check = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "vaultsearch.cli",
-            "check",
-            str(root),
-            "--index-dir",
-            str(index_dir),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    check = run_check(root, index_dir)
     assert check.returncode == 0, check.stdout + check.stderr
     assert check.stdout.startswith("consistent")
 
