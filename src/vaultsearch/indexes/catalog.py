@@ -202,7 +202,8 @@ class Catalog:
 
     def upsert_note(
         self, note: ParsedNote, content_hash: str, mtime_ns: int, size: int, date: float
-    ) -> int:
+    ) -> tuple[int, bool]:
+        """(note id, whether the note was already there)."""
         headings = [[h.level, h.text, h.line, h.parent] for h in note.headings]
         values = (
             content_hash, mtime_ns, size, note.title,
@@ -217,13 +218,13 @@ class Catalog:
                 " frontmatter=?, date=?, headings=?, warnings=? WHERE id=?",
                 (*values, row[0]),
             )
-            return int(row[0])
+            return int(row[0]), True
         cur = self.db.execute(
             "INSERT INTO notes(path, content_hash, mtime_ns, size, title, aliases, tags,"
             " frontmatter, date, headings, warnings) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             (note.path, *values),
         )
-        return int(cur.lastrowid or 0)
+        return int(cur.lastrowid or 0), False
 
     def move_note(self, note_id: int, new_path: str, mtime_ns: int, title: str | None) -> None:
         if title is None:

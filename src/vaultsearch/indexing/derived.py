@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from vaultsearch.config import Config
-from vaultsearch.indexes.catalog import Catalog
+from vaultsearch.indexes.catalog import Catalog, ChunkRow, NoteRow
 from vaultsearch.indexes.graph import build_graph, save_graph
 from vaultsearch.indexes.keywords import KeywordDoc, KeywordIndex
 from vaultsearch.indexes.vectors import VectorIndex
@@ -117,8 +117,14 @@ def sync_vectors(catalog: Catalog, vectors: VectorIndex, model: str) -> bool:
 def all_keyword_docs(catalog: Catalog) -> Iterable[KeywordDoc]:
     notes = {n.id: n for n in catalog.notes()}
     for c in catalog.chunks():
-        n = notes[c.note_id]
-        yield KeywordDoc(c.id, n.path, n.title, n.aliases, c.heading_path, n.tags, c.text)
+        yield stored_keyword_doc(notes[c.note_id], c)
+
+
+def stored_keyword_doc(note: NoteRow, chunk: ChunkRow) -> KeywordDoc:
+    """The keyword document of a chunk already in the catalog (a rebuild, a moved note)."""
+    return KeywordDoc(
+        chunk.id, note.path, note.title, note.aliases, chunk.heading_path, note.tags, chunk.text
+    )
 
 
 def keyword_docs(note: ParsedNote, chunks: Sequence[Chunk], ids: Sequence[int]) -> list[KeywordDoc]:

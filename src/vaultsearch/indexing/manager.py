@@ -23,7 +23,7 @@ from vaultsearch.indexes.keywords import KeywordDoc, KeywordIndex
 from vaultsearch.indexes.vectors import VectorIndex, normalize
 from vaultsearch.indexing.changes import ChangePlan, FileText, describe_plan, plan_changes
 from vaultsearch.indexing.chunker import chunk_note
-from vaultsearch.indexing.derived import DerivedIndexes, keyword_docs
+from vaultsearch.indexing.derived import DerivedIndexes, keyword_docs, stored_keyword_doc
 from vaultsearch.indexing.layout import IndexLayout
 from vaultsearch.indexing.links import LinkResolver
 from vaultsearch.indexing.lock import WriterLock
@@ -323,8 +323,7 @@ class IndexManager:
             if plan is not None:
                 stale_paths += self._apply_plan_moves(catalog, plan, removed_ids, summary)
             for p in prepared:
-                existed = catalog.note_by_path(p.note.path) is not None
-                note_id = catalog.upsert_note(
+                note_id, existed = catalog.upsert_note(
                     p.note, p.file.content_hash, p.file.info.mtime_ns, p.file.info.size, p.date
                 )
                 old_ids, new_ids = catalog.replace_chunks(note_id, p.chunks, p.hashes)
@@ -391,12 +390,7 @@ class IndexManager:
             row = catalog.note_by_path(ft.info.path)
             if row is None:
                 continue
-            for c in catalog.chunks_of(row.id):
-                docs.append(
-                    KeywordDoc(
-                        c.id, row.path, row.title, row.aliases, c.heading_path, row.tags, c.text
-                    )
-                )
+            docs += [stored_keyword_doc(row, c) for c in catalog.chunks_of(row.id)]
         return docs
 
     def _prepare(self, ft: FileText) -> _Prepared | str:
