@@ -14,8 +14,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import SHARED, require, write_section
 from vaultsearch import Vault
-from vaultsearch.indexes.vectors import VectorIndex
 from vaultsearch.indexing.progress import LogProgress
+from vaultsearch.store.vectors import VectorIndex
 
 
 def main() -> None:

@@ -55,7 +55,7 @@ def _mkdir(p: Path) -> Path:
 
 
 def _seed_embeddings(seed: Path, vault: Vault) -> None:
-    from vaultsearch.indexes.catalog import Catalog
+    from vaultsearch.store.catalog import Catalog
 
     Catalog(vault.layout.catalog).close()  # creates the schema
     db = sqlite3.connect(vault.layout.catalog)

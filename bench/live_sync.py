@@ -26,8 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import SHARED, percentile, prepared_vault, require, write_section
 from vaultsearch import Vault
-from vaultsearch.indexes.catalog import Catalog
-from vaultsearch.indexing.manifest import read_state
+from vaultsearch.store.catalog import Catalog
+from vaultsearch.store.manifest import read_state
 
 RUN_LINE = re.compile(
     r"indexed: (\d+) added, (\d+) updated, (\d+) moved, (\d+) removed, (\d+) failed, "

@@ -13,7 +13,7 @@ import pytest
 
 from vaultsearch.config import EmbeddingConfig
 from vaultsearch.embedding import Embedder
-from vaultsearch.indexes.catalog import Catalog
+from vaultsearch.store.catalog import Catalog
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

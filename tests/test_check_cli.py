@@ -11,8 +11,8 @@ import pytest
 from tests.conftest import embeddings, run_check, write_files
 from vaultsearch import Vault
 from vaultsearch.cli import main
-from vaultsearch.indexes.catalog import Catalog
-from vaultsearch.indexes.keywords import KeywordIndex
+from vaultsearch.store.catalog import Catalog
+from vaultsearch.store.keywords import KeywordIndex
 
 NOTES = {
     "one.md": "# One\n\nThe first note, about owls. See [[two]].\n",

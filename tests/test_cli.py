@@ -165,7 +165,7 @@ def test_init_writes_commented_config(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_committed_manifest_matches_code() -> None:
     """CI keys its index cache on this file: it must say what the code would build."""
     from vaultsearch.config import load_config
-    from vaultsearch.indexing.manifest import expected_manifest
+    from vaultsearch.store.manifest import expected_manifest
 
     root = Path(__file__).resolve().parent.parent
     committed = json.loads((root / "index" / "index.manifest.json").read_text())

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from tests.conftest import write_files
 from vaultsearch import Vault
-from vaultsearch.indexes.catalog import Catalog
-from vaultsearch.indexing.verify import verify_index
+from vaultsearch.store.catalog import Catalog
+from vaultsearch.store.verify import verify_index
 
 N = 320  # the writer commits every 256 files: one batch lands, one is cut
 WORDS = [

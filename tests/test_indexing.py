@@ -9,10 +9,10 @@ import pytest
 
 from tests.conftest import WriteVault, bump_mtime
 from vaultsearch import Vault
-from vaultsearch.indexes.graph import load_graph
-from vaultsearch.indexes.keywords import KeywordIndex
-from vaultsearch.indexes.vectors import VectorIndex
-from vaultsearch.indexing.verify import verify_index
+from vaultsearch.store.graph import load_graph
+from vaultsearch.store.keywords import KeywordIndex
+from vaultsearch.store.vectors import VectorIndex
+from vaultsearch.store.verify import verify_index
 
 NOTES: dict[str, str | bytes] = {
     "Alpha.md": """

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from tests.conftest import embeddings, run_check, write_files
 from vaultsearch import Vault
-from vaultsearch.indexes.catalog import Catalog
-from vaultsearch.indexing.verify import verify_index
+from vaultsearch.store.catalog import Catalog
+from vaultsearch.store.verify import verify_index
 
 NOTES = 24
 KILLS = 50

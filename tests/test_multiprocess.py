@@ -25,9 +25,9 @@ import pytest
 
 from tests.conftest import embeddings, write_files
 from vaultsearch import Vault
-from vaultsearch.indexes.catalog import Catalog
-from vaultsearch.indexing.manifest import read_state
-from vaultsearch.indexing.verify import verify_index
+from vaultsearch.store.catalog import Catalog
+from vaultsearch.store.manifest import read_state
+from vaultsearch.store.verify import verify_index
 
 NOTES = 16
 VERSIONS = 4

@@ -17,11 +17,11 @@ import pytest
 from tests.conftest import write_files
 from vaultsearch import Vault
 from vaultsearch.config import config_from_dict
-from vaultsearch.indexes.catalog import Catalog
 from vaultsearch.indexing.live import LiveIndex, LiveState
 from vaultsearch.indexing.scan import IgnoreRules, scan_vault
 from vaultsearch.indexing.watcher import Watcher, attach_watcher
 from vaultsearch.parsers import DEFAULT_PARSER_MAP, ParserRegistry
+from vaultsearch.store.catalog import Catalog
 
 DEBOUNCE_MS = 100
 

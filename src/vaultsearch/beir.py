@@ -23,7 +23,7 @@ from vaultsearch.evaluation import (
     load_queries,
     write_corpus_as_vault,
 )
-from vaultsearch.indexing.atomic import atomic_write_json
+from vaultsearch.store.atomic import atomic_write_json
 from vaultsearch.vault import Vault
 
 

@@ -175,7 +175,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 # --- check, init, watch, mcp ----------------------------------------------------------
 def cmd_check(args: argparse.Namespace) -> int:
-    from vaultsearch.indexing.verify import verify_index
+    from vaultsearch.store.verify import verify_index
 
     vault = _open(args)
     vault.require_index()

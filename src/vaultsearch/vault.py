@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 from vaultsearch.config import Config, load_config
 from vaultsearch.embedding import Embedder
 from vaultsearch.errors import IndexMissingError, VaultNotFoundError
-from vaultsearch.indexes.catalog import Catalog
-from vaultsearch.indexing.layout import IndexLayout
 from vaultsearch.indexing.manager import IndexCheck, IndexManager, IndexSummary
-from vaultsearch.indexing.manifest import SPEC_VERSION, read_manifest, read_state
 from vaultsearch.indexing.progress import Progress
+from vaultsearch.store.catalog import Catalog
+from vaultsearch.store.layout import IndexLayout
+from vaultsearch.store.manifest import SPEC_VERSION, read_manifest, read_state
 
 if TYPE_CHECKING:
     from vaultsearch.models import Hit

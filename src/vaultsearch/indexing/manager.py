@@ -18,16 +18,19 @@ from typing import Any
 from vaultsearch.config import Config
 from vaultsearch.embedding import Embedder, text_hash
 from vaultsearch.errors import IndexBusyError
-from vaultsearch.indexes.catalog import Catalog
-from vaultsearch.indexes.keywords import KeywordDoc, KeywordIndex
-from vaultsearch.indexes.vectors import VectorIndex, normalize
 from vaultsearch.indexing.changes import ChangePlan, FileText, describe_plan, plan_changes
 from vaultsearch.indexing.chunker import chunk_note
-from vaultsearch.indexing.derived import DerivedIndexes, keyword_docs, stored_keyword_doc
-from vaultsearch.indexing.layout import IndexLayout
 from vaultsearch.indexing.links import LinkResolver
-from vaultsearch.indexing.lock import WriterLock
-from vaultsearch.indexing.manifest import (
+from vaultsearch.indexing.progress import Progress, SilentProgress
+from vaultsearch.indexing.scan import FileInfo, IgnoreRules, scan_paths, scan_vault
+from vaultsearch.models import Chunk, ParsedNote
+from vaultsearch.parsers import ParserRegistry
+from vaultsearch.store.catalog import Catalog
+from vaultsearch.store.derived import DerivedIndexes, keyword_docs, stored_keyword_doc
+from vaultsearch.store.keywords import KeywordDoc, KeywordIndex
+from vaultsearch.store.layout import IndexLayout
+from vaultsearch.store.lock import WriterLock
+from vaultsearch.store.manifest import (
     expected_manifest,
     manifest_differences,
     read_manifest,
@@ -35,10 +38,7 @@ from vaultsearch.indexing.manifest import (
     rebuild_scope,
     write_manifest,
 )
-from vaultsearch.indexing.progress import Progress, SilentProgress
-from vaultsearch.indexing.scan import FileInfo, IgnoreRules, scan_paths, scan_vault
-from vaultsearch.models import Chunk, ParsedNote
-from vaultsearch.parsers import ParserRegistry
+from vaultsearch.store.vectors import VectorIndex, normalize
 
 BATCH_FILES = 256
 EMBED_BATCH = 128

@@ -39,9 +39,9 @@ from watchdog.observers.api import BaseObserver
 
 from vaultsearch.errors import VaultsearchError
 from vaultsearch.indexing.live import LiveIndex, LiveState
-from vaultsearch.indexing.manifest import read_state
 from vaultsearch.indexing.scan import IGNORE_FILES, IgnoreRules
 from vaultsearch.parsers import ParserRegistry
+from vaultsearch.store.manifest import read_state
 
 if TYPE_CHECKING:
     from vaultsearch.vault import Vault

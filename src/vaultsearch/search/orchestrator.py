@@ -19,9 +19,6 @@ import numpy as np
 from vaultsearch.config import Config
 from vaultsearch.embedding import Embedder
 from vaultsearch.errors import IndexIncompatibleError, QueryError
-from vaultsearch.indexes.catalog import ChunkRow
-from vaultsearch.indexes.graph import neighbours
-from vaultsearch.indexing.layout import IndexLayout
 from vaultsearch.models import Hit
 from vaultsearch.search.filters import SearchFilters
 from vaultsearch.search.fusion import (
@@ -35,6 +32,9 @@ from vaultsearch.search.fusion import (
 from vaultsearch.search.query import ParsedQuery, parse_query
 from vaultsearch.search.snapshot import Snapshot
 from vaultsearch.search.snippets import make_snippet
+from vaultsearch.store.catalog import ChunkRow
+from vaultsearch.store.graph import neighbours
+from vaultsearch.store.layout import IndexLayout
 
 MODES = ("hybrid", "keyword", "semantic")
 MAX_TOP_K = 1000

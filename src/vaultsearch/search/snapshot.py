@@ -24,14 +24,14 @@ import networkx as nx
 import numpy as np
 
 from vaultsearch.config import Config
-from vaultsearch.indexes.catalog import Catalog, ChunkRow
-from vaultsearch.indexes.graph import load_graph
-from vaultsearch.indexes.keywords import KeywordIndex, tokenizer_name
-from vaultsearch.indexes.vectors import VectorIndex
-from vaultsearch.indexing.layout import IndexLayout
-from vaultsearch.indexing.manifest import read_manifest
 from vaultsearch.search.filters import NoteMeta, SearchFilters
 from vaultsearch.search.query import words
+from vaultsearch.store.catalog import Catalog, ChunkRow
+from vaultsearch.store.graph import load_graph
+from vaultsearch.store.keywords import KeywordIndex, tokenizer_name
+from vaultsearch.store.layout import IndexLayout
+from vaultsearch.store.manifest import read_manifest
+from vaultsearch.store.vectors import VectorIndex
 
 SETTLE_SECONDS = 3.0
 """How long a reader waits for a commit in progress before taking what is there

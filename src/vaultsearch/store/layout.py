@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from vaultsearch.indexing.manifest import MANIFEST_NAME, STATE_NAME
+from vaultsearch.store.manifest import MANIFEST_NAME, STATE_NAME
 
 
 @dataclass(frozen=True, slots=True)

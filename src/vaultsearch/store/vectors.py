@@ -17,7 +17,7 @@ prepare_openmp()
 import faiss  # noqa: E402
 import numpy as np  # noqa: E402
 
-from vaultsearch.indexing.atomic import atomic_write_bytes  # noqa: E402
+from vaultsearch.store.atomic import atomic_write_bytes  # noqa: E402
 
 # One query scans on one thread: a second OpenMP thread doubled the time of a 55k-vector
 # search here (13 ms against 6 ms) while the other core runs the keyword branch.

@@ -15,8 +15,8 @@ from typing import Any
 
 import networkx as nx
 
-from vaultsearch.indexes.catalog import LinkRow, NoteRow
-from vaultsearch.indexing.atomic import atomic_write_json
+from vaultsearch.store.atomic import atomic_write_json
+from vaultsearch.store.catalog import LinkRow, NoteRow
 
 
 def build_graph(notes: Iterable[NoteRow], links: Iterable[LinkRow]) -> nx.DiGraph:

@@ -12,13 +12,13 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from vaultsearch.config import Config
-from vaultsearch.indexes.catalog import Catalog, ChunkRow, NoteRow
-from vaultsearch.indexes.graph import build_graph, save_graph
-from vaultsearch.indexes.keywords import KeywordDoc, KeywordIndex
-from vaultsearch.indexes.vectors import VectorIndex
-from vaultsearch.indexing.layout import IndexLayout
-from vaultsearch.indexing.manifest import read_state, write_manifest, write_state
 from vaultsearch.models import Chunk, ParsedNote
+from vaultsearch.store.catalog import Catalog, ChunkRow, NoteRow
+from vaultsearch.store.graph import build_graph, save_graph
+from vaultsearch.store.keywords import KeywordDoc, KeywordIndex
+from vaultsearch.store.layout import IndexLayout
+from vaultsearch.store.manifest import read_state, write_manifest, write_state
+from vaultsearch.store.vectors import VectorIndex
 
 
 class RunReport(Protocol):

@@ -9,14 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from vaultsearch.indexes.catalog import Catalog
-from vaultsearch.indexes.graph import load_graph
-from vaultsearch.indexes.keywords import KeywordIndex
-from vaultsearch.indexes.vectors import VectorIndex
 from vaultsearch.indexing.changes import describe_plan, plan_changes
-from vaultsearch.indexing.layout import IndexLayout
 from vaultsearch.indexing.manager import IndexManager
-from vaultsearch.indexing.manifest import read_manifest, read_state
+from vaultsearch.store.catalog import Catalog
+from vaultsearch.store.graph import load_graph
+from vaultsearch.store.keywords import KeywordIndex
+from vaultsearch.store.layout import IndexLayout
+from vaultsearch.store.manifest import read_manifest, read_state
+from vaultsearch.store.vectors import VectorIndex
 
 
 @dataclass

@@ -13,8 +13,8 @@ from typing import Any
 
 from vaultsearch.config import Config
 from vaultsearch.embedding import model_dimension, model_id
-from vaultsearch.indexes.keywords import tokenizer_name
-from vaultsearch.indexing.atomic import atomic_write_json
+from vaultsearch.store.atomic import atomic_write_json
+from vaultsearch.store.keywords import tokenizer_name
 
 SPEC_VERSION = 1
 """Bumped whenever parsing, chunking or the on-disk format changes what an index holds."""

@@ -1,1 +1,0 @@
-"""The three indexes and the catalog they are derived from."""
