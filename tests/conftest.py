@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +15,12 @@ import pytest
 from vaultsearch.config import EmbeddingConfig
 from vaultsearch.embedding import Embedder
 from vaultsearch.store.catalog import Catalog
+from vaultsearch.store.embedcache import CACHE_ENV, EmbeddingCache, default_cache_dir
+from vaultsearch.store.layout import IndexLayout
+
+# Never the real user's embedding cache, not even in module- or session-scoped fixtures
+# (which run before the per-test setting below); subprocesses inherit it.
+os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="vaultsearch-test-cache-")
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -47,8 +54,10 @@ def write_vault(tmp_path: Path) -> WriteVault:
 
 
 @pytest.fixture(autouse=True)
-def _no_config_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+def _no_config_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("VAULTSEARCH_CONFIG", raising=False)
+    # never the real user's cache; subprocesses inherit it
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "embedding-cache"))
 
 
 def bump_mtime(path: Path, seconds: int = 5) -> None:
@@ -56,13 +65,18 @@ def bump_mtime(path: Path, seconds: int = 5) -> None:
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + seconds * 1_000_000_000))
 
 
-def embeddings(index_dir: Path) -> int:
-    """Rows in the embedding cache: what "nothing was re-embedded" is checked against."""
-    catalog = Catalog(index_dir / "catalog.sqlite", readonly=True)
+def embeddings(index_dir: Path | None = None) -> int:
+    """Vectors in this test's per-user embedding cache, where every computed embedding
+    goes: what "nothing was re-embedded" is checked against."""
+    cache = EmbeddingCache(default_cache_dir(), 1 << 40)
     try:
-        return catalog.count("embeddings")
+        return cache.count()
     finally:
-        catalog.close()
+        cache.close()
+
+
+def live_catalog(index_dir: Path, readonly: bool = True) -> Catalog:
+    return Catalog(IndexLayout(index_dir).live.catalog, readonly=readonly)
 
 
 def run_check(root: Path, index_dir: Path, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import embeddings, run_check, write_files
+from tests.conftest import embeddings, live_catalog, run_check, write_files
 from vaultsearch import Vault
 from vaultsearch.cli import main
-from vaultsearch.store.catalog import Catalog
 from vaultsearch.store.keywords import KeywordIndex
+from vaultsearch.store.layout import IndexLayout
 
 NOTES = {
     "one.md": "# One\n\nThe first note, about owls. See [[two]].\n",
@@ -59,20 +59,20 @@ def test_deleted_vectors_are_reported_and_repaired(
     indexed: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     root, index_dir = indexed
-    (index_dir / "vectors.faiss").unlink()
+    (IndexLayout(index_dir).live.vectors).unlink()
     run = run_check(root, index_dir)
     assert run.returncode == 1
     assert run.stdout.startswith("inconsistent")
     assert "vectors: unreadable" in run.stdout
     repaired = repair(root, index_dir, capsys)
-    assert repaired["derived"] == ["vectors: brought level with the catalog"]
+    assert repaired["derived"] == ["derived indexes: rebuilt from the catalog"]
 
 
 def test_a_missing_keyword_document_is_reported_and_repaired(
     indexed: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     root, index_dir = indexed
-    keywords = KeywordIndex(index_dir / "keywords")
+    keywords = KeywordIndex(IndexLayout(index_dir).live.keywords)
     keywords.delete_paths(["two.md"])
     keywords.commit()
     code, out = check(root, index_dir, capsys)
@@ -87,15 +87,15 @@ def test_a_lost_graph_and_a_stale_state_are_repaired(
     indexed: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     root, index_dir = indexed
-    (index_dir / "graph.json").unlink()
-    catalog = Catalog(index_dir / "catalog.sqlite")
+    (IndexLayout(index_dir).live.graph).unlink()
+    catalog = live_catalog(index_dir, readonly=False)
     with catalog.transaction():  # as if a writer died after its catalog commit
         catalog.bump_generation()
     catalog.close()
     code, out = check(root, index_dir, capsys)
     assert code == 1
     assert "graph: unreadable" in out
-    assert "state generation 1 != catalog 2" in out
+    assert "state: commit 1 != catalog 2" in out
     repair(root, index_dir, capsys)
 
 

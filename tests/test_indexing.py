@@ -12,7 +12,6 @@ from vaultsearch import Vault
 from vaultsearch.store.graph import load_graph
 from vaultsearch.store.keywords import KeywordIndex
 from vaultsearch.store.vectors import VectorIndex
-from vaultsearch.store.verify import verify_index
 
 NOTES: dict[str, str | bytes] = {
     "Alpha.md": """
@@ -48,11 +47,11 @@ def vault(write_vault: WriteVault, embedder: object) -> Vault:
 
 
 def _vector_count(v: Vault) -> int:
-    return len(VectorIndex.load(v.layout.vectors))
+    return len(VectorIndex.load(v.layout.live.vectors))
 
 
 def _keyword_ids(v: Vault) -> list[int]:
-    return KeywordIndex(v.layout.keywords).all_chunk_ids()
+    return KeywordIndex(v.layout.live.keywords).all_chunk_ids()
 
 
 def test_first_index_then_nothing_to_do(vault: Vault) -> None:
@@ -63,7 +62,7 @@ def test_first_index_then_nothing_to_do(vault: Vault) -> None:
     assert status["notes"] == len(NOTES)
     assert status["chunks"] == status["vectors"] == status["keyword_docs"] == first.chunks_written
     assert status["unresolved_links"] == 1
-    assert verify_index(vault.manager()).ok
+    assert vault.manager().verify().ok
 
     second = vault.index()
     assert second.chunks_embedded == 0 and second.unchanged == len(NOTES)
@@ -72,13 +71,13 @@ def test_first_index_then_nothing_to_do(vault: Vault) -> None:
 
 def test_same_file_name_in_two_folders_is_two_notes(vault: Vault) -> None:
     vault.index()
-    graph = load_graph(vault.layout.graph)
+    graph = load_graph(vault.layout.live.graph)
     assert {"one/README.md", "two/README.md"} <= set(graph.nodes)
 
 
 def test_graph_edges_from_real_links_only(vault: Vault) -> None:
     vault.index()
-    g = load_graph(vault.layout.graph)
+    g = load_graph(vault.layout.live.graph)
     assert g.has_edge("Alpha.md", "Beta.md")
     assert g.has_edge("Beta.md", "Alpha.md")  # through the alias [[alpha]]
     assert g.edges["Alpha.md", "sub/Gamma Ray.md"]["embeds"] == 1
@@ -109,9 +108,9 @@ def test_delete_removes_everywhere(vault: Vault) -> None:
     assert summary.removed == 1
     assert _vector_count(vault) < before_vectors
     assert len(_keyword_ids(vault)) == _vector_count(vault)
-    assert "Beta.md" not in load_graph(vault.layout.graph)
+    assert "Beta.md" not in load_graph(vault.layout.live.graph)
     assert not vault.search("cats dogs", mode="keyword")
-    assert verify_index(vault.manager()).ok
+    assert vault.manager().verify().ok
 
 
 def test_rename_moves_without_reembedding(vault: Vault) -> None:
@@ -125,9 +124,9 @@ def test_rename_moves_without_reembedding(vault: Vault) -> None:
     assert summary.added == summary.removed == 0
     hits = vault.search("photons", mode="keyword")
     assert [h.path for h in hits] == ["physics/Gamma Rays Renamed.md"]
-    g = load_graph(vault.layout.graph)
+    g = load_graph(vault.layout.live.graph)
     assert "sub/Gamma Ray.md" not in g and "physics/Gamma Rays Renamed.md" in g
-    assert verify_index(vault.manager()).ok
+    assert vault.manager().verify().ok
 
 
 def test_broken_files_are_recorded_not_fatal(write_vault: WriteVault, embedder: object) -> None:
@@ -158,13 +157,13 @@ def test_broken_files_are_recorded_not_fatal(write_vault: WriteVault, embedder: 
 def test_damaged_derived_indexes_are_rebuilt_without_the_model(vault: Vault) -> None:
     vault.index()
     chunks = vault.status()["chunks"]
-    vault.layout.vectors.unlink()
-    vault.layout.graph.unlink()
+    vault.layout.live.vectors.unlink()
+    vault.layout.live.graph.unlink()
     summary = vault.index()
     assert summary.chunks_embedded == 0
     assert any("vectors" in r for r in summary.repaired)
     assert _vector_count(vault) == chunks
-    assert verify_index(vault.manager()).ok
+    assert vault.manager().verify().ok
 
 
 def test_manifest_is_deterministic_and_check_reports(vault: Vault) -> None:
@@ -190,7 +189,7 @@ def test_full_rebuild_reuses_embedding_cache(vault: Vault) -> None:
     first = vault.index()
     full = vault.index(full=True)
     assert full.chunks_embedded == 0 and full.chunks_written == first.chunks_written
-    assert verify_index(vault.manager()).ok
+    assert vault.manager().verify().ok
 
 
 def test_ignored_files_are_not_indexed(write_vault: WriteVault, embedder: object) -> None:
@@ -234,7 +233,7 @@ def test_dendron_label_first_links_become_edges(write_vault: WriteVault, embedde
     )
     v = Vault.open(root)
     v.index()
-    g = load_graph(v.layout.graph)
+    g = load_graph(v.layout.live.graph)
     assert set(g.successors("dendron.topic.md")) == {
         "dendron.topic.publish.md",
         "dendron.topic.other.md",

@@ -22,10 +22,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.conftest import embeddings, run_check, write_files
+from tests.conftest import embeddings, live_catalog, run_check, write_files
 from vaultsearch import Vault
-from vaultsearch.store.catalog import Catalog
-from vaultsearch.store.verify import verify_index
+from vaultsearch.store.layout import IndexLayout
 
 NOTES = 24
 KILLS = 50
@@ -150,7 +149,7 @@ def pre_embed(root: Path, index_dir: Path) -> int:
 
 
 def catalog_intact(index_dir: Path) -> None:
-    db = sqlite3.connect(f"{(index_dir / 'catalog.sqlite').as_uri()}?mode=ro", uri=True)
+    db = sqlite3.connect(f"{IndexLayout(index_dir).live.catalog.as_uri()}?mode=ro", uri=True)
     try:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert db.execute("PRAGMA foreign_key_check").fetchall() == []
@@ -198,7 +197,7 @@ def test_sigkill_loop(tmp_path: Path, embedder: object) -> None:
 
         catalog_intact(index_dir)
         littered += any(index_dir.glob(".*.tmp"))  # a kill inside an atomic write
-        report = verify_index(vault.manager())
+        report = vault.manager().verify()
         broken = [p for p in report.problems if "duplicate" in p or "unreadable" in p]
         assert broken == [], f"cycle {cycles}: {broken}"
         behind += any(not p.startswith("files:") for p in report.problems)
@@ -206,7 +205,7 @@ def test_sigkill_loop(tmp_path: Path, embedder: object) -> None:
             fixed = vault.manager().repair()
             assert fixed.chunks_embedded == 0
             repaired_derived += bool(fixed.repaired)
-            report = verify_index(vault.manager())
+            report = vault.manager().verify()
             derived = [p for p in report.problems if not p.startswith("files:")]
             assert derived == [], f"cycle {cycles}, after repair: {derived}"
     loop_seconds = time.monotonic() - t_start
@@ -228,7 +227,7 @@ def test_sigkill_loop(tmp_path: Path, embedder: object) -> None:
     assert check.stdout.startswith("consistent")
 
     present = {n.path: (i, n.version) for i, n in state.notes.items() if n.path is not None}
-    catalog = Catalog(index_dir / "catalog.sqlite", readonly=True)
+    catalog = live_catalog(index_dir)
     try:
         rows = catalog.file_states()
     finally:

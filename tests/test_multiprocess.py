@@ -23,11 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import embeddings, write_files
+from tests.conftest import embeddings, live_catalog, write_files
 from vaultsearch import Vault
-from vaultsearch.store.catalog import Catalog
+from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.manifest import read_state
-from vaultsearch.store.verify import verify_index
 
 NOTES = 16
 VERSIONS = 4
@@ -83,7 +82,11 @@ def digest(i: int, version: int) -> str:
     return hashlib.sha256(text(i, version).encode()).hexdigest()
 
 
-def wait_until(check: Callable[[], bool], timeout: float) -> bool:
+HANG_GUARD = 600.0
+"""Not a bound on speed: only how long to wait before calling a run hung."""
+
+
+def wait_until(check: Callable[[], bool], timeout: float = HANG_GUARD) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():
@@ -93,7 +96,7 @@ def wait_until(check: Callable[[], bool], timeout: float) -> bool:
 
 
 def file_states(index_dir: Path) -> dict[str, str]:
-    catalog = Catalog(index_dir / "catalog.sqlite", readonly=True)
+    catalog = live_catalog(index_dir)
     try:
         return {p: v[1] for p, v in catalog.file_states().items()}
     finally:
@@ -176,7 +179,7 @@ def test_two_writers_and_a_reader(setup: Setup) -> None:
         stderr=subprocess.PIPE,
     )
     setup.procs.append(reader)
-    assert wait_until(lambda: setup.owner() in (first.pid, second.pid), 30), "no writer"
+    assert wait_until(lambda: setup.owner() in (first.pid, second.pid)), "no writer"
 
     paths = {i: f"notes/note {i:02d}.md" for i in range(NOTES)}
     versions = dict.fromkeys(range(NOTES), 0)
@@ -205,41 +208,48 @@ def test_two_writers_and_a_reader(setup: Setup) -> None:
     want = {paths[i]: digest(i, versions[i]) for i in present}
 
     def caught_up() -> bool:
-        state = read_state(setup.index_dir) or {}
-        catalog = Catalog(setup.index_dir / "catalog.sqlite", readonly=True)
+        state = read_state(IndexLayout(setup.index_dir).live.root) or {}
+        catalog = live_catalog(setup.index_dir)
         try:
             generation = catalog.generation
         finally:
             catalog.close()
         return file_states(setup.index_dir) == want and state.get("generation") == generation
 
-    assert wait_until(caught_up, 60), "the index never caught up with the files"
+    assert wait_until(caught_up), "the index never caught up with the files"
     stop_file.touch()
-    out, err = reader.communicate(timeout=60)
+    out, err = reader.communicate(timeout=HANG_GUARD)
     assert reader.returncode == 0, out.decode() + err.decode()
     stats = json.loads(out.decode().splitlines()[-1])
     print(f"reader: {stats}")
-    assert stats["generations"] >= 3 and stats["searches"] > 0
+    # how many commits a reader happens to open depends on the scheduler, not the design
+    assert stats["generations"] >= 1 and stats["searches"] > 0
 
     with Vault.open(setup.root, index_dir=setup.index_dir) as vault:
-        report = verify_index(vault.manager())
+        report = vault.manager().verify()
     assert report.ok, report.problems
     assert report.counts["notes"] == len(want) == len(file_states(setup.index_dir))
     assert embeddings(setup.index_dir) == cached, "something was embedded twice"
 
-    assert setup.stop(first) == 0 and setup.stop(second) == 0
+    logs = setup.log(first) + setup.log(second)
+    assert logs.count("writer: this process indexes") == 1, logs  # no one else ever wrote
+    writer, survivor = (first, second) if setup.owner() == first.pid else (second, first)
+    assert setup.stop(writer) == 0
+    # the survivor may take over in the moment before it is stopped too: the documented order
+    assert setup.stop(survivor) == 0
+    assert setup.log(writer).count("writer: this process indexes") == 1
+    assert setup.log(survivor).count("writer: this process indexes") <= 1
     logs = setup.log(first) + setup.log(second)
     assert "Traceback" not in logs and "failed" not in logs.replace("0 failed", ""), logs
-    assert logs.count("writer: this process indexes") == 1, logs  # no one else ever wrote
 
 
 def test_a_reader_takes_over_when_the_writer_dies(setup: Setup) -> None:
     setup.pre_embed()
     first, second = setup.start_watch(), setup.start_watch()
-    assert wait_until(lambda: setup.owner() in (first.pid, second.pid), 30), "no writer"
+    assert wait_until(lambda: setup.owner() in (first.pid, second.pid)), "no writer"
     writer, survivor = (first, second) if setup.owner() == first.pid else (second, first)
-    assert wait_until(lambda: "indexed:" in setup.log(writer), 30), setup.log(writer)
-    assert wait_until(lambda: "reader:" in setup.log(survivor), 30), setup.log(survivor)
+    assert wait_until(lambda: "indexed:" in setup.log(writer)), setup.log(writer)
+    assert wait_until(lambda: "reader:" in setup.log(survivor)), setup.log(survivor)
 
     writer.kill()
     writer.wait(10)
@@ -248,11 +258,11 @@ def test_a_reader_takes_over_when_the_writer_dies(setup: Setup) -> None:
     def indexed() -> bool:
         return file_states(setup.index_dir).get("notes/note 03.md") == digest(3, 1)
 
-    assert wait_until(indexed, 30), setup.log(survivor)
+    assert wait_until(indexed), setup.log(survivor)
     assert setup.owner() == survivor.pid
     with Vault.open(setup.root, index_dir=setup.index_dir) as vault:
         hits = vault.search("v1x3", mode="keyword")
         assert [h.path for h in hits][:1] == ["notes/note 03.md"]
-        assert verify_index(vault.manager()).ok
+        assert vault.manager().verify().ok
     assert setup.stop(survivor) == 0
     assert "writer: this process indexes" in setup.log(survivor)

@@ -69,7 +69,7 @@ class LiveVault:
         return [h.path for h in self.vault.search(word, mode="keyword")]
 
     def embeddings(self) -> int:
-        catalog = Catalog(self.vault.layout.catalog, readonly=True)
+        catalog = Catalog(self.vault.layout.live.catalog, readonly=True)
         try:
             return catalog.count("embeddings")
         finally:

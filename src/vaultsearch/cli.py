@@ -175,8 +175,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 # --- check, init, watch, mcp ----------------------------------------------------------
 def cmd_check(args: argparse.Namespace) -> int:
-    from vaultsearch.store.verify import verify_index
-
     vault = _open(args)
     vault.require_index()
     repaired: dict[str, Any] | None = None
@@ -184,8 +182,12 @@ def cmd_check(args: argparse.Namespace) -> int:
         manager = vault.manager()
         fixed = manager.repair()
         update = vault.index()
-        repaired = {"derived": fixed.repaired, "update": update.to_dict()}
-    report = verify_index(vault.manager())
+        repaired = {
+            "derived": fixed.repaired,
+            "chunks_embedded": fixed.chunks_embedded + update.chunks_embedded,
+            "update": update.to_dict(),
+        }
+    report = vault.manager().verify()
     if args.json:
         _print_json({**report.to_dict(), "repaired": repaired})
     else:
@@ -196,6 +198,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         if repaired is not None:
             for line in repaired["derived"]:
                 print(f"  repaired {line}")
+        if not report.ok and not args.repair:
+            print("  fix: vaultsearch check --repair")
     return 0 if report.ok else 1
 
 

@@ -45,6 +45,9 @@ class EmbeddingConfig:
     """0 = half the cores (at least 1): the other half serves keyword search."""
     precision: str = "auto"
     """auto = bfloat16 on CPUs with native bf16 (AVX512-BF16/AMX), else float32."""
+    cache_dir: str = ""
+    """The per-user embedding cache; empty = $XDG_CACHE_HOME/vaultsearch, "off" = none."""
+    cache_size_mb: int = 2048
 
 
 @dataclass(frozen=True)
@@ -161,6 +164,7 @@ def _validate(cfg: Config) -> None:
         "must be at least 0 and less than chunking.size",
     )
     _require(e.batch_size >= 1, "embedding.batch_size", e.batch_size, "must be at least 1")
+    _require(e.cache_size_mb >= 0, "embedding.cache_size_mb", e.cache_size_mb, "must be 0 or more")
     _require(bool(e.model.strip()), "embedding.model", e.model, "must not be empty")
     _require(
         e.device in ("cpu", "cuda", "mps"), "embedding.device", e.device, "allowed: cpu, cuda, mps"

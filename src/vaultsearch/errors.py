@@ -33,6 +33,14 @@ class IndexIncompatibleError(VaultsearchError):
     """The index on disk was built by other code or settings than the current ones."""
 
 
+class IndexCorruptError(VaultsearchError):
+    """A file of the index cannot be read as what it should be."""
+
+
+class IndexReadOnlyError(VaultsearchError):
+    """The index folder cannot be written by this process."""
+
+
 class ModelLoadError(VaultsearchError):
     pass
 

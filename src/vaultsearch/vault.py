@@ -13,13 +13,20 @@ from vaultsearch.embedding import Embedder
 from vaultsearch.errors import IndexMissingError, VaultNotFoundError
 from vaultsearch.indexing.manager import IndexCheck, IndexManager, IndexSummary
 from vaultsearch.indexing.progress import Progress
-from vaultsearch.store.catalog import Catalog
 from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.manifest import SPEC_VERSION, read_manifest, read_state
 
 if TYPE_CHECKING:
     from vaultsearch.models import Hit
     from vaultsearch.search.orchestrator import QueryOrchestrator
+
+
+def write_error(index_dir: Path) -> str | None:
+    """Why a writer could not update this index, or None when it can."""
+    probe = index_dir if index_dir.exists() else index_dir.parent
+    if os.access(probe, os.W_OK):
+        return None
+    return f"the index folder {index_dir} is read-only for this user"
 
 
 def resolve_index_dir(
@@ -85,33 +92,32 @@ class Vault:
         return self.manager().check()
 
     def require_index(self) -> None:
-        if not self.layout.exists() or read_state(self.index_dir) is None:
+        if not self.layout.exists():
             raise IndexMissingError(
                 f"No index has been built for {self.root} yet (looked in {self.index_dir}).",
                 fix=f"vaultsearch index '{self.root}'",
             )
 
     def status(self) -> dict[str, Any]:
+        """Counts from the generation readers search, as they will search it: the
+        state file records what a writer meant, the snapshot what is there."""
         self.require_index()
-        state = read_state(self.index_dir) or {}
-        manifest = read_manifest(self.index_dir) or {}
-        catalog = Catalog(self.layout.catalog, readonly=True)
-        try:
-            failed = {p: r for p, (r, _, _) in catalog.failures().items()}
-            counts = {t: catalog.count(t) for t in ("notes", "chunks", "links")}
-        finally:
-            catalog.close()
+        snap = self.orchestrator.snapshot()
+        generation = snap.generation
+        state = read_state(generation.root) or {}
+        manifest = read_manifest(generation.root) or {}
+        failed = {p: r for p, (r, _, _) in snap.catalog.failures().items()}
         embedding = manifest.get("embedding", {})
         return {
             "vault": str(self.root),
             "index_dir": str(self.index_dir),
-            "notes": counts["notes"],
-            "chunks": counts["chunks"],
-            "vectors": state.get("vectors", 0),
-            "keyword_docs": state.get("keyword_docs", 0),
-            "links": counts["links"],
-            "graph_edges": state.get("links", 0),
-            "unresolved_links": state.get("unresolved_links", 0),
+            "notes": len(snap.notes),
+            "chunks": len(snap.note_of_chunk),
+            "vectors": len(snap.vectors),
+            "keyword_docs": len(snap.keywords),
+            "links": snap.catalog.count("links"),
+            "graph_edges": snap.graph.number_of_edges(),
+            "unresolved_links": int(snap.graph.graph.get("unresolved_links", 0)),
             "failed": failed,
             "model": embedding.get("model"),
             "dimension": embedding.get("dimension"),
@@ -119,6 +125,8 @@ class Vault:
             "size_on_disk": self.layout.size_on_disk(),
             "last_indexed": state.get("last_indexed"),
             "generation": state.get("generation", 0),
+            "generation_folder": generation.name,
+            "write_error": write_error(self.index_dir),
             "config": self.config.source,
         }
 

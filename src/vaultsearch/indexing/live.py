@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from vaultsearch.errors import VaultsearchError
+from vaultsearch.errors import VaultsearchError, environment_error_sentence
 
 if TYPE_CHECKING:
     from vaultsearch.vault import Vault
@@ -125,7 +125,12 @@ class LiveIndex:
         manager = self.vault.manager()
         while not self._stop.is_set():
             if not manager.lock.held:
-                if not manager.lock.acquire():
+                try:
+                    acquired = manager.lock.acquire()
+                except OSError as exc:  # a read-only index: serve it, and say why not written
+                    self.state.last_error = environment_error_sentence(exc) or str(exc)
+                    acquired = False
+                if not acquired:
                     self._set_role("reader")
                     self._wake.wait(self.takeover_interval)
                     self._wake.clear()

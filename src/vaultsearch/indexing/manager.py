@@ -1,9 +1,12 @@
-"""The IndexManager: parse every changed note and fan it out to the three indexes.
+"""The IndexManager: parse every changed note and fan it out to the store.
 
-Every batch is committed in one order: the catalog transaction first (the source of
-truth), then FAISS, Tantivy and the graph, then the manifest and the state file.
-A crash at any point leaves a catalog that is ahead of, or equal to, the derived
-indexes, and the next open brings them level from the catalog without the model.
+An update changes the live generation in place, one committed batch at a time (the
+catalog transaction first, then every derived index, the state file last), so a
+crash leaves a catalog ahead of or level with the derived indexes, and the next
+run brings them level without the model. A rebuild (``--full``, a changed
+manifest, a damaged catalog, ``check --repair``) fills a new generation beside the
+live one and switches readers to it in one step, so no reader ever sees it half
+built.
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from vaultsearch.config import Config
 from vaultsearch.embedding import Embedder, text_hash
-from vaultsearch.errors import IndexBusyError
+from vaultsearch.errors import IndexBusyError, IndexCorruptError
 from vaultsearch.indexing.changes import ChangePlan, FileText, describe_plan, plan_changes
 from vaultsearch.indexing.chunker import chunk_note
 from vaultsearch.indexing.links import LinkResolver
@@ -25,10 +30,11 @@ from vaultsearch.indexing.progress import Progress, SilentProgress
 from vaultsearch.indexing.scan import FileInfo, IgnoreRules, scan_paths, scan_vault
 from vaultsearch.models import Chunk, ParsedNote
 from vaultsearch.parsers import ParserRegistry
-from vaultsearch.store.catalog import Catalog
-from vaultsearch.store.derived import DerivedIndexes, keyword_docs, stored_keyword_doc
-from vaultsearch.store.keywords import KeywordDoc, KeywordIndex
-from vaultsearch.store.layout import IndexLayout
+from vaultsearch.store.catalog import Catalog, open_catalog_for_reading
+from vaultsearch.store.derived import Batch, DerivedSettings
+from vaultsearch.store.embedcache import EmbeddingCache, default_cache_dir
+from vaultsearch.store.generations import create_generation, publish, remove_legacy_files, sweep
+from vaultsearch.store.layout import Generation, IndexLayout
 from vaultsearch.store.lock import WriterLock
 from vaultsearch.store.manifest import (
     expected_manifest,
@@ -36,13 +42,19 @@ from vaultsearch.store.manifest import (
     read_manifest,
     read_state,
     rebuild_scope,
-    write_manifest,
 )
-from vaultsearch.store.vectors import VectorIndex, normalize
+from vaultsearch.store.vectors import normalize
+from vaultsearch.store.verify import CheckReport, verify_store
+from vaultsearch.store.writer import (
+    GenerationWriter,
+    catalog_problems,
+    clone_generation,
+    copy_catalog,
+)
 
 BATCH_FILES = 256
 EMBED_BATCH = 128
-PENDING_REBUILD = "rebuild_pending"
+MB = 1024 * 1024
 
 
 @dataclass
@@ -125,7 +137,9 @@ class IndexManager:
         self.embedder = embedder or Embedder(config.embedding)
         self.progress = progress or SilentProgress()
         self.lock = WriterLock(self.layout.lock)
-        self.derived = DerivedIndexes(self.layout, config, self.embedder.model_id)
+        self.cache = EmbeddingCache(
+            default_cache_dir(config.embedding.cache_dir), config.embedding.cache_size_mb * MB
+        )
 
     # --- read-only questions -------------------------------------------------
     def scan(self) -> dict[str, FileInfo]:
@@ -139,22 +153,23 @@ class IndexManager:
     def check(self) -> IndexCheck:
         """Is the index current? Never loads the model and never writes."""
         expected = expected_manifest(self.config)
-        if not self.layout.exists():
+        current = self.layout.current()
+        if current is None or not current.catalog.is_file():
             return IndexCheck("rebuild", ["no index has been built yet"])
-        changes = manifest_differences(read_manifest(self.layout.root), expected)
+        changes = manifest_differences(read_manifest(current.root), expected)
         if changes:
             return IndexCheck("rebuild", [f"manifest field changed: {c}" for c in changes], changes)
-        catalog = Catalog(self.layout.catalog, readonly=True)
+        if damage := catalog_problems(current):
+            return IndexCheck("rebuild", damage)
+        catalog = open_catalog_for_reading(current.catalog)
         try:
-            if catalog.get_meta(PENDING_REBUILD) == "1":
-                return IndexCheck("rebuild", ["an earlier rebuild was interrupted"])
             plan = plan_changes(
                 self.scan(),
                 catalog.file_states(),
                 catalog.failures(),
                 self.config.vault.max_file_size,
             )
-            state = read_state(self.layout.root) or {}
+            state = read_state(current.root) or {}
             behind = state.get("generation") != catalog.generation
         finally:
             catalog.close()
@@ -164,36 +179,58 @@ class IndexManager:
         n = len(plan.changed) + len(plan.moved) + len(plan.deleted) + len(plan.failed)
         return IndexCheck("update" if reasons else "current", reasons, [], n)
 
+    def verify(self) -> CheckReport:
+        """``check``: every file of the live generation, then the vault's files against
+        the catalog. Reads only, so it works on a read-only index."""
+        report = verify_store(self.layout, self.config)
+        current = self.layout.current()
+        if not report.ok or current is None:
+            return report
+        catalog = open_catalog_for_reading(current.catalog)
+        try:
+            plan = plan_changes(
+                self.scan(), catalog.file_states(), catalog.failures(),
+                self.config.vault.max_file_size,
+            )  # fmt: skip
+        finally:
+            catalog.close()
+        report.problems += [f"files: {d} since the last index run" for d in describe_plan(plan)]
+        return report
+
     # --- writing --------------------------------------------------------------
     @contextmanager
-    def _writing(self, fix: str) -> Iterator[Catalog]:
-        """The writer lock (kept if the caller already held it) and a catalog."""
+    def _writing(self, fix: str) -> Iterator[None]:
+        """The writer lock (kept if the caller already held it), and a swept index
+        folder: old generations no reader holds, and what killed runs left."""
         acquired = not self.lock.held
         if acquired and not self.lock.acquire():
             raise IndexBusyError(
                 f"Another vaultsearch process is writing the index at {self.layout.root}.",
                 fix=fix,
             )
-        self._remove_stale_temps()
-        catalog = Catalog(self.layout.catalog)
         try:
-            yield catalog
+            self._remove_stale_temps()
+            sweep(self.layout)
+            yield
         finally:
-            catalog.close()
             if acquired:
                 self.lock.release()
 
     def _remove_stale_temps(self) -> None:
         """A writer killed inside an atomic write leaves its temp file behind (FAISS's
         is as big as the index); only the lock holder writes them, so it may sweep."""
-        for target in (
-            self.layout.vectors,
-            self.layout.graph,
-            self.layout.manifest,
-            self.layout.state,
-        ):
-            for tmp in target.parent.glob(f".{target.name}.*.tmp"):
+        folders = [self.layout.root]
+        current = self.layout.current()
+        if current is not None:
+            folders.append(current.root)
+        for folder in folders:
+            for tmp in folder.glob(".*.tmp"):
                 tmp.unlink(missing_ok=True)
+
+    def _settings(self) -> DerivedSettings:
+        return DerivedSettings(
+            self.embedder.model_id, self.embedder.dimension, self.config.keyword.stemming
+        )
 
     def update(
         self,
@@ -206,69 +243,157 @@ class IndexManager:
         if progress is not None:
             self.progress = progress
         fix = "wait for it to finish, or stop the other 'vaultsearch index/watch/mcp'"
-        with self._writing(fix) as catalog:
-            return self._update(catalog, full, paths)
+        with self._writing(fix):
+            return self._update(full, paths)
 
     def repair(self) -> IndexSummary:
-        """Bring FAISS, Tantivy and the graph level with the catalog, from cached
-        vectors only: what opening after a crash, and ``check --repair``, need."""
+        """A new generation whose derived indexes are rebuilt from the catalog (cached
+        vectors only), or, when the catalog itself is damaged, from the vault's files
+        with stored embeddings: what ``check --repair`` runs."""
         summary = IndexSummary()
-        with self._writing("wait for it to finish; the writer repairs the index itself") as catalog:
+        with self._writing("wait for it to finish; the writer repairs the index itself"):
             t0 = time.perf_counter()
-            dim = self.embedder.dimension
-            vectors = self.derived.open_vectors(catalog, dim, False, summary)
-            keywords = self.derived.open_keywords(catalog, False, False, summary)
-            manifest = read_manifest(self.layout.root) or expected_manifest(self.config, dim)
-            self.derived.commit(catalog, vectors, keywords, catalog.generation, manifest, summary)
+            current = self.layout.current()
+            manifest = expected_manifest(self.config, self.embedder.dimension)
+            if current is None or catalog_problems(current):
+                summary.repaired.append("catalog: rebuilt from the vault's files")
+                self._rebuild_from_files(current, manifest, summary)
+            else:
+                self._rebuild_from_catalog(current, manifest, summary)
+                summary.repaired.append("derived indexes: rebuilt from the catalog")
             summary.seconds = time.perf_counter() - t0
             return summary
 
-    def _update(
-        self, catalog: Catalog, full: bool, paths: Collection[str] | None = None
-    ) -> IndexSummary:
+    def _update(self, full: bool, paths: Collection[str] | None = None) -> IndexSummary:
         t0 = time.perf_counter()
         summary = IndexSummary()
-        dim = self.embedder.dimension
-        manifest = expected_manifest(self.config, dim)
-        old = read_manifest(self.layout.root)
-        fresh = old is None and catalog.count("notes") == 0
-        changes = [] if fresh else manifest_differences(old, manifest)
-        scope = {"notes", "vectors", "keywords", "graph"} if full else rebuild_scope(changes)
-        summary.rebuild_reasons = ["--full"] if full else changes
-        reparse_all = "notes" in scope or catalog.get_meta(PENDING_REBUILD) == "1"
-        if reparse_all:
-            with catalog.transaction():
-                catalog.set_meta(PENDING_REBUILD, "1")
+        manifest = expected_manifest(self.config, self.embedder.dimension)
+        current = self.layout.current()
+        old = read_manifest(current.root) if current is not None else None
+        damage = catalog_problems(current) if current is not None else []
+        changes = [] if current is None else manifest_differences(old, manifest)
+        if full or current is None or damage or "notes" in rebuild_scope(changes):
+            summary.rebuild_reasons = ["--full"] if full else damage or changes
+            self._rebuild_from_files(current, manifest, summary)
+        else:
+            assert current is not None
+            if changes:
+                summary.rebuild_reasons = changes
+                current = self._rebuild_from_catalog(current, manifest, summary)
+            self._incremental(current, manifest, summary, paths)
+        summary.seconds = time.perf_counter() - t0
+        return summary
 
-        vectors = self.derived.open_vectors(catalog, dim, "vectors" in scope, summary)
-        keywords = self.derived.open_keywords(catalog, "keywords" in scope, reparse_all, summary)
-
-        scanned, known, failures = self._look(catalog, None if reparse_all else paths)
-        plan = plan_changes(
-            scanned, known, failures, self.config.vault.max_file_size, reparse_all=reparse_all
-        )
+    def _incremental(
+        self,
+        live: Generation,
+        manifest: dict[str, Any],
+        summary: IndexSummary,
+        paths: Collection[str] | None,
+    ) -> None:
+        """Changes go into a copy of the live generation (catalog copied, Tantivy's
+        immutable segments hard-linked), published in one step when all are in, so a
+        reader never sees part of a run; a run with nothing to do writes nothing."""
+        catalog = open_catalog_for_reading(live.catalog)
+        try:
+            scanned, known, failures = self._look(catalog, paths)
+            healthy = _looks_whole(live, catalog)
+        finally:
+            catalog.close()
+        plan = plan_changes(scanned, known, failures, self.config.vault.max_file_size)
         summary.unchanged = plan.unchanged
-        state_ok = (read_state(self.layout.root) or {}).get("generation") == catalog.generation
-        if plan.empty and not reparse_all and not summary.repaired and state_ok:
-            if old != manifest:
-                write_manifest(self.layout.root, manifest)
-            summary.seconds = time.perf_counter() - t0
-            return summary
+        if plan.empty and healthy:
+            if read_manifest(live.root) != manifest:  # a change that needs no rebuild
+                self._rebuild_from_catalog(live, manifest, summary)
+            return
+        generation = clone_generation(self.layout, live)
+        try:
+            writer = GenerationWriter(generation, self._settings(), fresh=False)
+        except (IndexCorruptError, RuntimeError, ValueError) as exc:
+            summary.repaired.append(f"derived indexes: unreadable, rebuilt ({exc})")
+            writer = GenerationWriter(generation, self._settings(), fresh=True)
+        try:
+            summary.repaired += writer.level()
+            self._run_plan(writer, plan, summary, manifest)
+        finally:
+            writer.close()
+        self._publish(generation)
 
+    def _rebuild_from_files(
+        self, previous: Generation | None, manifest: dict[str, Any], summary: IndexSummary
+    ) -> Generation:
+        """Parse every note into a new generation beside the live one and switch
+        readers to it at the end; embeddings come from the caches, not the model."""
+        generation = create_generation(self.layout)
+        writer = GenerationWriter(generation, self._settings(), fresh=True)
+        sources = self._embedding_sources(previous)
+        try:
+            plan = plan_changes(self.scan(), {}, {}, self.config.vault.max_file_size)
+            summary.unchanged = plan.unchanged
+            self._run_plan(writer, plan, summary, manifest, sources=sources)
+        finally:
+            writer.close()
+            for source in sources:
+                source.close()
+        self._publish(generation)
+        return generation
+
+    def _rebuild_from_catalog(
+        self, previous: Generation, manifest: dict[str, Any], summary: IndexSummary
+    ) -> Generation:
+        """A new generation with a copy of the catalog and derived indexes rebuilt
+        from it: a tokenizer change, or derived files too damaged to update."""
+        generation = create_generation(self.layout)
+        copy_catalog(previous, generation)
+        writer = GenerationWriter(generation, self._settings(), fresh=True)
+        try:
+            writer.level()
+            writer.commit(manifest, summary.to_dict())
+        finally:
+            writer.close()
+        self._publish(generation)
+        return generation
+
+    def _publish(self, generation: Generation) -> None:
+        publish(self.layout, generation)
+        sweep(self.layout)
+        remove_legacy_files(self.layout)
+
+    def _embedding_sources(self, previous: Generation | None) -> list[Catalog]:
+        """Catalogs whose stored embeddings a rebuild may reuse: the live generation's
+        and an index from before generations, when they can be read."""
+        sources = []
+        for path in (previous.catalog if previous else None, self.layout.legacy_catalog):
+            if path is None or not path.is_file():
+                continue
+            try:
+                catalog = Catalog(path, readonly=True)
+                catalog.count("embeddings")
+            except Exception:
+                continue
+            sources.append(catalog)
+        return sources
+
+    def _run_plan(
+        self,
+        writer: GenerationWriter,
+        plan: ChangePlan,
+        summary: IndexSummary,
+        manifest: dict[str, Any],
+        sources: Sequence[Catalog] = (),
+    ) -> None:
+        """Every batch into the catalog and the derived indexes; the derived indexes
+        reach the disk once, at the end (nobody reads an unpublished generation)."""
         self.progress.start(len(plan.changed) + len(plan.moved))
         try:
             batches = [
                 plan.changed[i : i + BATCH_FILES] for i in range(0, len(plan.changed), BATCH_FILES)
             ]
             for n, batch in enumerate(batches or [[]]):
-                self._commit_batch(
-                    catalog, vectors, keywords, plan if n == 0 else None, batch, summary,
-                    last=n == max(len(batches) - 1, 0), reparse_all=reparse_all, manifest=manifest,
-                )  # fmt: skip
+                self._commit_batch(writer, plan if n == 0 else None, batch, summary, sources)
+            writer.commit(manifest, summary.to_dict())
         finally:
             self.progress.finish()
-        summary.seconds = time.perf_counter() - t0
-        return summary
 
     def _look(
         self, catalog: Catalog, paths: Collection[str] | None
@@ -293,17 +418,13 @@ class IndexManager:
 
     def _commit_batch(
         self,
-        catalog: Catalog,
-        vectors: VectorIndex,
-        keywords: KeywordIndex,
+        writer: GenerationWriter,
         plan: ChangePlan | None,
         batch: Sequence[FileText],
         summary: IndexSummary,
-        *,
-        last: bool,
-        reparse_all: bool,
-        manifest: dict[str, Any],
+        sources: Sequence[Catalog] = (),
     ) -> None:
+        catalog = writer.catalog
         prepared: list[_Prepared] = []
         failed_now: list[tuple[FileText, str]] = []
         for ft in batch:
@@ -313,12 +434,11 @@ class IndexManager:
                 summary.failed[ft.info.path] = result
             else:
                 prepared.append(result)
-        self._embed_missing(catalog, prepared, summary)
+        self._embed_missing(catalog, prepared, summary, sources)
 
         removed_ids: list[int] = []
         added_ids: list[int] = []
         stale_paths: list[str] = []
-        docs: list[KeywordDoc] = []
         with catalog.transaction():
             if plan is not None:
                 stale_paths += self._apply_plan_moves(catalog, plan, removed_ids, summary)
@@ -332,7 +452,6 @@ class IndexManager:
                 removed_ids += old_ids
                 added_ids += new_ids
                 stale_paths.append(p.note.path)
-                docs += keyword_docs(p.note, p.chunks, new_ids)
                 if existed:
                     summary.updated += 1
                 else:
@@ -344,20 +463,9 @@ class IndexManager:
                     stale_paths.append(ft.info.path)
                 catalog.set_failure(ft.info.path, reason, ft.info.mtime_ns, ft.info.size)
             _resolve_links(catalog)
-            if last and reparse_all:
-                catalog.db.execute("DELETE FROM meta WHERE key=?", (PENDING_REBUILD,))
-            generation = catalog.bump_generation()
-        if plan is not None:
-            docs += self._moved_docs(catalog, plan)
+            catalog.bump_generation()
         summary.chunks_written += len(added_ids)
-
-        vectors.remove(removed_ids)
-        vectors.add(
-            added_ids, catalog.vectors_by_ids(self.embedder.model_id, vectors.dim, added_ids)
-        )
-        keywords.delete_paths(stale_paths)
-        keywords.add(docs)
-        self.derived.commit(catalog, vectors, keywords, generation, manifest, summary)
+        writer.apply(Batch(catalog, removed_ids, added_ids, stale_paths))
         self.progress.advance(files=len(batch) + (len(plan.moved) if plan else 0))
 
     def _apply_plan_moves(
@@ -384,15 +492,6 @@ class IndexManager:
             catalog.clear_failure(path)
         return stale
 
-    def _moved_docs(self, catalog: Catalog, plan: ChangePlan) -> list[KeywordDoc]:
-        docs: list[KeywordDoc] = []
-        for _, _, ft in plan.moved:
-            row = catalog.note_by_path(ft.info.path)
-            if row is None:
-                continue
-            docs += [stored_keyword_doc(row, c) for c in catalog.chunks_of(row.id)]
-        return docs
-
     def _prepare(self, ft: FileText) -> _Prepared | str:
         """The parsed and chunked note, or the reason it could not be."""
         path = ft.info.path
@@ -410,25 +509,56 @@ class IndexManager:
         return _Prepared(ft, note, chunks, [text_hash(c.embed_text) for c in chunks], date)
 
     def _embed_missing(
-        self, catalog: Catalog, prepared: Sequence[_Prepared], summary: IndexSummary
+        self,
+        catalog: Catalog,
+        prepared: Sequence[_Prepared],
+        summary: IndexSummary,
+        sources: Sequence[Catalog] = (),
     ) -> None:
-        """Embed only texts the cache lacks; each sub-batch is committed at once, so an
+        """Embed only texts no store holds (this catalog, the catalogs a rebuild may
+        reuse, the per-user cache); each sub-batch is committed at once, so an
         interrupted run never pays for the same chunk again."""
+        model = self.embedder.model_id
         wanted: dict[str, str] = {}
         for p in prepared:
             for h, c in zip(p.hashes, p.chunks, strict=True):
                 wanted.setdefault(h, c.embed_text)
-        cached = catalog.cached_hashes(self.embedder.model_id, wanted)
-        missing = [(h, t) for h, t in wanted.items() if h not in cached]
+        have = catalog.cached_hashes(model, wanted)
+        need = [h for h in wanted if h not in have]
+        found: dict[str, bytes] = {}
+        for source in sources:
+            if need:
+                found.update(source.embedding_blobs(model, need))
+                need = [h for h in need if h not in found]
+        if found:
+            self.cache.put(model, {h: np.frombuffer(v, dtype=np.float32) for h, v in found.items()})
+        if need:
+            found.update(self.cache.get(model, need))
+        if found:
+            with catalog.transaction():
+                catalog.put_embedding_blobs(model, found)
+        missing = [(h, wanted[h]) for h in need if h not in found]
         for start in range(0, len(missing), EMBED_BATCH):
             part = missing[start : start + EMBED_BATCH]
             vecs = normalize(self.embedder.embed_texts([t for _, t in part]))
             with catalog.transaction():
-                catalog.put_embeddings(
-                    self.embedder.model_id, zip((h for h, _ in part), vecs, strict=True)
-                )
+                catalog.put_embeddings(model, zip((h for h, _ in part), vecs, strict=True))
+            self.cache.put(model, dict(zip((h for h, _ in part), vecs, strict=True)))
             summary.chunks_embedded += len(part)
             self.progress.advance(chunks=len(part))
+
+
+def _looks_whole(generation: Generation, catalog: Catalog) -> bool:
+    """A cheap look (files there, state level with the catalog) deciding whether a run
+    with no file changes may skip writing; ``check`` is the thorough one."""
+    state = read_state(generation.root) or {}
+    files = (generation.vectors, generation.graph, generation.keywords / "meta.json")
+    return (
+        all(f.is_file() for f in files)
+        and state.get("generation") == catalog.generation
+        and state.get("chunks") == catalog.count("chunks")
+        and state.get("vectors") == state.get("chunks") == state.get("keyword_docs")
+    )
 
 
 def _resolve_links(catalog: Catalog) -> None:

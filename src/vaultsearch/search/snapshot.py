@@ -1,7 +1,9 @@
 """One committed index generation, opened for reading.
 
-A reader holds a snapshot until the writer commits a newer generation (the state
-file is replaced last, so its change is the signal), then opens the next one.
+A reader holds the live generation (a shared lock, so the writer keeps its files)
+and a snapshot of it until the writer publishes a new generation (the pointer file
+changes) or commits to this one (its state file is replaced last, so its change is
+the signal), then opens the next one.
 
 The writer may be committing the generation after that while a reader opens: its
 catalog transaction lands first, then FAISS, Tantivy and the graph. So a snapshot
@@ -24,47 +26,59 @@ import networkx as nx
 import numpy as np
 
 from vaultsearch.config import Config
+from vaultsearch.errors import IndexCorruptError, IndexMissingError
 from vaultsearch.search.filters import NoteMeta, SearchFilters
 from vaultsearch.search.query import words
-from vaultsearch.store.catalog import Catalog, ChunkRow
-from vaultsearch.store.graph import load_graph
-from vaultsearch.store.keywords import KeywordIndex, tokenizer_name
-from vaultsearch.store.layout import IndexLayout
+from vaultsearch.store.catalog import Catalog, ChunkRow, open_catalog_for_reading
+from vaultsearch.store.derived import DERIVED
+from vaultsearch.store.generations import ReaderHold, hold_current
+from vaultsearch.store.keywords import KeywordIndex
+from vaultsearch.store.layout import Generation, IndexLayout
 from vaultsearch.store.manifest import read_manifest
 from vaultsearch.store.vectors import VectorIndex
+from vaultsearch.store.verify import settings_of
 
 SETTLE_SECONDS = 3.0
 """How long a reader waits for a commit in progress before taking what is there
 (a writer that died mid-commit leaves it so until the next writer repairs it)."""
 
-StateKey = tuple[int, int, int]
+StateKey = tuple[int, int, int, int, int]
 
 
-def _stat_key(layout: IndexLayout) -> StateKey:
-    """Inode too: the state file is replaced, never rewritten, so a new commit is a new
-    inode even when size and mtime (coarse on some file systems) come out the same."""
+def _file_key(path: Any) -> tuple[int, int]:
+    """Inode too: pointer and state are replaced, never rewritten, so a new commit is
+    a new inode even when mtimes (coarse on some file systems) come out the same."""
     try:
-        st = layout.state.stat()
-    except FileNotFoundError:
-        return (0, 0, 0)
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
+        st = os.stat(path)
+    except OSError:
+        return (0, 0)
+    return (st.st_ino, st.st_mtime_ns)
 
 
-def _read_state(layout: IndexLayout) -> tuple[StateKey, dict[str, Any]]:
+def _stat_key(layout: IndexLayout, generation: Generation | None) -> StateKey:
+    pointer = _file_key(layout.pointer)
+    state = _file_key(generation.state) if generation is not None else (0, 0)
+    return (*pointer, *state, 0)
+
+
+def _read_state(layout: IndexLayout, generation: Generation) -> tuple[StateKey, dict[str, Any]]:
     """The state file's key and content from one open file, so they cannot disagree."""
+    pointer = _file_key(layout.pointer)
     try:
-        with layout.state.open("rb") as fh:
+        with generation.state.open("rb") as fh:
             st = os.fstat(fh.fileno())
             data = json.loads(fh.read())
     except (FileNotFoundError, ValueError):
-        return (0, 0, 0), {}
+        return (*pointer, 0, 0, 0), {}
     state = data if isinstance(data, dict) else {}
-    return (st.st_ino, st.st_mtime_ns, st.st_size), state
+    return (*pointer, st.st_ino, st.st_mtime_ns, 0), state
 
 
 @dataclass
 class Snapshot:
     layout: IndexLayout
+    generation: Generation
+    hold: ReaderHold
     key: StateKey
     catalog: Catalog
     vectors: VectorIndex
@@ -85,9 +99,11 @@ class Snapshot:
         while True:
             try:
                 snap, whole = cls._open_once(layout, config)
-            except Exception:
+            except IndexMissingError:
+                raise
+            except Exception as exc:
                 if time.monotonic() >= deadline:
-                    raise
+                    raise _unreadable(exc) from exc
                 time.sleep(0.02)  # a file replaced under us: the next try sees the new one
                 continue
             if whole or time.monotonic() >= deadline:
@@ -97,20 +113,31 @@ class Snapshot:
 
     @classmethod
     def _open_once(cls, layout: IndexLayout, config: Config) -> tuple[Snapshot, bool]:
-        key, state = _read_state(layout)
-        manifest = read_manifest(layout.root) or {}
-        stemming = (manifest.get("keyword") or {}).get("tokenizer") == tokenizer_name(True)
-        dim = (manifest.get("embedding") or {}).get("dimension") or 384
-        vectors = VectorIndex.load(layout.vectors) if layout.vectors.is_file() else VectorIndex(dim)
-        if not (layout.keywords / "meta.json").is_file():
-            raise FileNotFoundError(layout.keywords / "meta.json")  # being recreated
-        keywords = KeywordIndex(layout.keywords, stemming)
-        keywords.index.config_reader("manual")  # this generation's segments, not the next
-        graph = load_graph(layout.graph) if layout.graph.is_file() else nx.DiGraph()
-        catalog = Catalog(layout.catalog, readonly=True)
+        hold = hold_current(layout)
+        if hold is None:
+            raise IndexMissingError(
+                f"No index has been published in {layout.root}.", fix="vaultsearch index"
+            )
+        try:
+            return cls._open_held(layout, config, hold)
+        except BaseException:
+            hold.release()
+            raise
+
+    @classmethod
+    def _open_held(
+        cls, layout: IndexLayout, config: Config, hold: ReaderHold
+    ) -> tuple[Snapshot, bool]:
+        generation = hold.generation
+        key, state = _read_state(layout, generation)
+        manifest = read_manifest(generation.root) or {}
+        settings = settings_of(generation, config)
+        readers = {part.name: part.reader() for part in (c(generation, settings) for c in DERIVED)}
+        vectors, keywords, graph = readers["vectors"], readers["keywords"], readers["graph"]
+        catalog = open_catalog_for_reading(generation.catalog)
         catalog.db.execute("BEGIN")
         try:
-            generation = catalog.generation
+            generation_no = catalog.generation
             notes = {
                 r[0]: NoteMeta(r[0], r[1], r[2], tuple(json.loads(r[3])), json.loads(r[4]), r[5])
                 for r in catalog.db.execute(
@@ -130,7 +157,7 @@ class Snapshot:
             if catalog.db.in_transaction:
                 catalog.db.execute("COMMIT")
         whole = not state or (
-            state.get("generation") == generation
+            state.get("generation") == generation_no
             and state.get("vectors", len(vectors)) == len(vectors)
             and state.get("keyword_docs", len(keywords)) == len(keywords)
         )
@@ -143,6 +170,8 @@ class Snapshot:
         k = config.keyword
         snap = cls(
             layout=layout,
+            generation=generation,
+            hold=hold,
             key=key,
             catalog=catalog,
             vectors=vectors,
@@ -169,10 +198,11 @@ class Snapshot:
         return self.graph.number_of_edges() > 0
 
     def is_stale(self) -> bool:
-        return _stat_key(self.layout) != self.key
+        return _stat_key(self.layout, self.generation) != self.key
 
     def close(self) -> None:
         self.catalog.close()
+        self.hold.release()
 
     def allowed_notes(self, filters: SearchFilters) -> set[int] | None:
         if not filters.restricts_notes:
@@ -204,3 +234,12 @@ class Snapshot:
             for cid, row in self.chunk_rows(ids).items()
             if banned & {w.lower() for w in words(row.text)}
         }
+
+
+def _unreadable(exc: Exception) -> Exception:
+    if isinstance(exc, IndexCorruptError):
+        return exc
+    return IndexCorruptError(
+        f"The index cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0][:160]}).",
+        fix="vaultsearch check --repair",
+    )

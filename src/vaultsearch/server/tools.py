@@ -260,6 +260,8 @@ class VaultTools:
                 st, exists = {}, False
             fields = set(IndexStatus.model_fields) - {"failed", "message", "vault", "index_dir"}
             live = self.live.state.to_dict()
+            if live.get("last_error") is None and st.get("write_error"):
+                live["last_error"] = st["write_error"]
             result = IndexStatus(
                 **{k: v for k, v in st.items() if k in fields and v is not None},
                 **{k: v for k, v in live.items() if k in fields},
@@ -276,10 +278,15 @@ class VaultTools:
         self,
         full: Annotated[bool, Field(description="Re-parse notes, rebuild indexes.")] = False,
     ) -> Annotated[CallToolResult, ReindexResult]:
-        started = self.live.request(full)
+        from vaultsearch.vault import write_error
+
+        cannot = write_error(self.vault.index_dir)
+        started = cannot is None and self.live.request(full)
         role = self.live.state.role
         kind = "a full rebuild" if full else "an incremental update"
-        if role == "reader":
+        if cannot is not None:
+            msg = f"Not started: {cannot}; index into a folder you can write with --index-dir."
+        elif role == "reader":
             msg = "Another vaultsearch process writes this index and keeps it current; queued."
         elif started:
             msg = f"Started {kind} in the background; index_status shows when it is done."
@@ -287,7 +294,7 @@ class VaultTools:
             msg = "A run is already going; one more will follow it, so none was started now."
         result = ReindexResult(
             started=started and role != "reader",
-            already_running=not started,
+            already_running=not started and cannot is None,
             full=full,
             role=role,
             message=msg,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -22,7 +23,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def atomic_write_json(path: Path, value: Any) -> None:
@@ -30,7 +31,7 @@ def atomic_write_json(path: Path, value: Any) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
     try:
         fd = os.open(folder, os.O_RDONLY)
     except OSError:
@@ -41,6 +42,32 @@ def _fsync_dir(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def fsync_tree(folder: Path) -> None:
+    """Every file and folder under ``folder`` on disk, before a pointer names it."""
+    for path in sorted(folder.rglob("*"), reverse=True):
+        if path.is_file():
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        elif path.is_dir():
+            fsync_dir(path)
+    fsync_dir(folder)
+
+
+def follow_umask(folder: Path) -> None:
+    """Tantivy writes meta.json and .managed.json as 0600; readers of other users
+    need what the umask allows, like every other file of the index."""
+    file_mode, dir_mode = 0o666 & ~_UMASK, 0o777 & ~_UMASK
+    for path in [folder, *folder.rglob("*")]:
+        with contextlib.suppress(OSError):
+            os.chmod(path, dir_mode if path.is_dir() else file_mode)
 
 
 def _read_umask() -> int:

@@ -140,13 +140,25 @@ def _chunk_row(r: Sequence[Any]) -> ChunkRow:
     return ChunkRow(r[0], r[1], r[2], tuple(json.loads(r[3])), *r[4:])
 
 
+def open_catalog_for_reading(path: Path) -> Catalog:
+    """Read-only; where SQLite cannot use the WAL files (another user, a read-only
+    mount, no writer running), the file is read as immutable instead."""
+    catalog = Catalog(path, readonly=True)
+    try:
+        catalog.db.execute("SELECT COUNT(*) FROM meta").fetchone()
+        return catalog
+    except sqlite3.OperationalError:
+        catalog.close()
+    return Catalog(path, readonly=True, immutable=True)
+
+
 class Catalog:
     """One SQLite connection. Writers use ``transaction()``; readers just query."""
 
-    def __init__(self, path: Path, readonly: bool = False) -> None:
+    def __init__(self, path: Path, readonly: bool = False, immutable: bool = False) -> None:
         self.path = path
         if readonly:
-            uri = f"{path.resolve().as_uri()}?mode=ro"
+            uri = f"{path.resolve().as_uri()}?mode=ro" + ("&immutable=1" if immutable else "")
             self.db = sqlite3.connect(uri, uri=True, check_same_thread=False)
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -271,6 +283,9 @@ class Catalog:
             added.append(int(cur.lastrowid or 0))
         return removed, added
 
+    def chunk_ids(self) -> list[int]:
+        return [r[0] for r in self.db.execute("SELECT id FROM chunks ORDER BY id")]
+
     def chunks(self, ids: Iterable[int] | None = None) -> list[ChunkRow]:
         if ids is None:
             rows = self.db.execute(f"SELECT {_CHUNK_COLS} FROM chunks ORDER BY id")
@@ -333,6 +348,31 @@ class Catalog:
             )
             found.update(r[0] for r in rows)
         return found
+
+    def embedding_blobs(self, model: str, hashes: Iterable[str]) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        hs = list(set(hashes))
+        for start in range(0, len(hs), 500):
+            part = hs[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(
+                "SELECT text_hash, vector FROM embeddings"
+                f" WHERE model=? AND text_hash IN ({marks})",
+                (model, *part),
+            )
+            found.update((h, bytes(v)) for h, v in rows)
+        return found
+
+    def put_embedding_blobs(self, model: str, items: dict[str, bytes]) -> None:
+        self.db.executemany(
+            "INSERT OR IGNORE INTO embeddings(model, text_hash, vector) VALUES (?,?,?)",
+            [(model, h, v) for h, v in items.items()],
+        )
+
+    def integrity_problems(self) -> list[str]:
+        """SQLite's own page-level check: what a damaged catalog file shows."""
+        rows = [r[0] for r in self.db.execute("PRAGMA quick_check").fetchall()]
+        return [] if rows == ["ok"] else [f"catalog: {r}" for r in rows[:5]]
 
     def put_embeddings(self, model: str, items: Iterable[tuple[str, np.ndarray]]) -> None:
         self.db.executemany(

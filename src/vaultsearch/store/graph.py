@@ -49,8 +49,13 @@ def build_graph(notes: Iterable[NoteRow], links: Iterable[LinkRow]) -> nx.DiGrap
     return g
 
 
+def graph_data(g: nx.DiGraph) -> dict[str, Any]:
+    data: dict[str, Any] = nx.node_link_data(g, edges="edges")
+    return data
+
+
 def save_graph(g: nx.DiGraph, path: Path) -> None:
-    atomic_write_json(path, nx.node_link_data(g, edges="edges"))
+    atomic_write_json(path, graph_data(g))
 
 
 def load_graph(path: Path) -> nx.DiGraph:

@@ -1,16 +1,36 @@
-"""Where each part of an index lives inside the index folder."""
+"""Where each part of an index lives inside the index folder.
+
+The catalog and the derived indexes live in a generation folder; a pointer file
+names the generation readers use. A rebuild fills a new generation beside the
+live one and replaces the pointer in one atomic step.
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from vaultsearch.store.manifest import MANIFEST_NAME, STATE_NAME
+MANIFEST_NAME = "index.manifest.json"
+STATE_NAME = "index.state.json"
+POINTER_NAME = "CURRENT"
+_GENERATION = re.compile(r"^g(\d{6,})$")
 
 
 @dataclass(frozen=True, slots=True)
-class IndexLayout:
+class Generation:
+    """One self-contained copy of the index: catalog, derived indexes, manifest, state."""
+
     root: Path
+
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    @property
+    def number(self) -> int:
+        m = _GENERATION.match(self.name)
+        return int(m.group(1)) if m else 0
 
     @property
     def manifest(self) -> Path:
@@ -37,13 +57,79 @@ class IndexLayout:
         return self.root / "graph.json"
 
     @property
+    def reader_lock(self) -> Path:
+        """Readers hold a shared flock on it; the writer deletes only what it can lock."""
+        return self.root / "readers.lock"
+
+
+@dataclass(frozen=True, slots=True)
+class IndexLayout:
+    root: Path
+
+    @property
+    def pointer(self) -> Path:
+        return self.root / POINTER_NAME
+
+    @property
+    def generations(self) -> Path:
+        return self.root / "generations"
+
+    @property
+    def manifest(self) -> Path:
+        """A copy of the live generation's manifest, for git and CI cache keys."""
+        return self.root / MANIFEST_NAME
+
+    @property
     def lock(self) -> Path:
         return self.root / "writer.lock"
 
+    @property
+    def legacy_catalog(self) -> Path:
+        """Where the catalog lived before generations (spec version 1)."""
+        return self.root / "catalog.sqlite"
+
+    def generation(self, name: str) -> Generation:
+        return Generation(self.generations / name)
+
+    def current(self) -> Generation | None:
+        try:
+            name = self.pointer.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        return self.generation(name) if _GENERATION.match(name) else None
+
+    @property
+    def live(self) -> Generation:
+        """The generation readers use; for tests and tools that know one exists."""
+        current = self.current()
+        if current is None:
+            raise FileNotFoundError(f"no index generation has been published in {self.root}")
+        return current
+
+    def all_generations(self) -> list[Generation]:
+        try:
+            names = sorted(p.name for p in self.generations.iterdir())
+        except OSError:
+            return []
+        return [self.generation(n) for n in names if _GENERATION.match(n)]
+
+    def next_generation(self) -> Generation:
+        numbers = [g.number for g in self.all_generations()]
+        current = self.current()
+        if current is not None:
+            numbers.append(current.number)
+        return self.generation(f"g{max(numbers, default=0) + 1:06d}")
+
     def exists(self) -> bool:
-        return self.catalog.is_file()
+        current = self.current()
+        return current is not None and current.catalog.is_file()
 
     def size_on_disk(self) -> int:
+        """The live generation and the root files: what a reader really uses."""
         if not self.root.is_dir():
             return 0
-        return sum(p.stat().st_size for p in self.root.rglob("*") if p.is_file())
+        current = self.current()
+        files = [p for p in self.root.iterdir() if p.is_file()]
+        if current is not None and current.root.is_dir():
+            files += [p for p in current.root.rglob("*") if p.is_file()]
+        return sum(p.stat().st_size for p in files)

@@ -15,12 +15,11 @@ from vaultsearch.config import Config
 from vaultsearch.embedding import model_dimension, model_id
 from vaultsearch.store.atomic import atomic_write_json
 from vaultsearch.store.keywords import tokenizer_name
+from vaultsearch.store.layout import MANIFEST_NAME, STATE_NAME
 
-SPEC_VERSION = 1
-"""Bumped whenever parsing, chunking or the on-disk format changes what an index holds."""
-
-MANIFEST_NAME = "index.manifest.json"
-STATE_NAME = "index.state.json"
+SPEC_VERSION = 2
+"""Bumped whenever parsing, chunking or the on-disk format changes what an index holds
+(2: generation folders)."""
 
 
 def expected_manifest(config: Config, dimension: int | None = None) -> dict[str, Any]:

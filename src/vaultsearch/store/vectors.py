@@ -33,6 +33,13 @@ def normalize(vectors: np.ndarray) -> np.ndarray:
     return vectors / norms
 
 
+def stored_vectors(index: VectorIndex) -> np.ndarray:
+    """The vectors FAISS holds, in the order of ``index.ids()`` (for ``check``)."""
+    flat: Any = faiss.downcast_index(index.index.index)
+    n = int(flat.ntotal)
+    return faiss.rev_swig_ptr(flat.get_xb(), n * index.dim).reshape(n, index.dim).copy()
+
+
 class VectorIndex:
     def __init__(self, dim: int, index: Any = None) -> None:
         self.dim = dim

@@ -1,7 +1,10 @@
-"""``vaultsearch check``: do the three indexes agree with the catalog and the files?
+"""``vaultsearch check``: is every file of the live generation what it should be?
 
-It compares identities, not just counts: the chunk ids in FAISS and in Tantivy, the
-notes in the graph, and the files on disk against what the catalog recorded.
+It never writes and takes no lock, so it works on a read-only mount and for another
+user. It compares identities, not counts: the catalog's own page check, the chunk
+ids and vectors in FAISS against the catalog's, every Tantivy segment's checksums
+and a search over it, the graph against one built from the catalog, and the
+manifest and state files.
 """
 
 from __future__ import annotations
@@ -9,88 +12,89 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from vaultsearch.indexing.changes import describe_plan, plan_changes
-from vaultsearch.indexing.manager import IndexManager
-from vaultsearch.store.catalog import Catalog
-from vaultsearch.store.graph import load_graph
-from vaultsearch.store.keywords import KeywordIndex
-from vaultsearch.store.layout import IndexLayout
-from vaultsearch.store.manifest import read_manifest, read_state
-from vaultsearch.store.vectors import VectorIndex
+from vaultsearch.config import Config
+from vaultsearch.embedding import model_dimension, model_id
+from vaultsearch.store.catalog import open_catalog_for_reading
+from vaultsearch.store.derived import DERIVED, DerivedSettings
+from vaultsearch.store.keywords import tokenizer_name
+from vaultsearch.store.layout import Generation, IndexLayout
+from vaultsearch.store.manifest import read_json
+from vaultsearch.store.writer import catalog_problems
+
+_COUNTED = {"vectors": "vectors", "keywords": "keyword_docs"}
 
 
 @dataclass
 class CheckReport:
     problems: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    generation: str | None = None
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "problems": self.problems, "counts": self.counts}
+        return {
+            "ok": self.ok,
+            "problems": self.problems,
+            "counts": self.counts,
+            "generation": self.generation,
+        }
 
 
-def _diff(name: str, have: set[int], want: set[int]) -> list[str]:
-    out = []
-    if extra := have - want:
-        out.append(f"{name}: {len(extra)} entries for chunks the catalog does not have")
-    if missing := want - have:
-        out.append(f"{name}: {len(missing)} catalog chunks missing")
-    return out
+def settings_of(generation: Generation, config: Config) -> DerivedSettings:
+    """What the generation was built with (its manifest), else what the config says."""
+    manifest = read_json(generation.manifest) or {}
+    embedding = manifest.get("embedding") or {}
+    keyword = manifest.get("keyword") or {}
+    tokenizer = keyword.get("tokenizer") or tokenizer_name(config.keyword.stemming)
+    return DerivedSettings(
+        str(embedding.get("model") or model_id(config.embedding.model)),
+        int(embedding.get("dimension") or model_dimension(config.embedding.model) or 384),
+        tokenizer == tokenizer_name(True),
+    )
 
 
-def verify_index(manager: IndexManager) -> CheckReport:
-    layout: IndexLayout = manager.layout
+def verify_store(layout: IndexLayout, config: Config) -> CheckReport:
     report = CheckReport()
-    if not layout.exists():
-        report.problems.append("no index: the catalog does not exist")
+    generation = layout.current()
+    if generation is None or not generation.catalog.is_file():
+        report.problems.append("no index: no generation has been published")
         return report
-    catalog = Catalog(layout.catalog, readonly=True)
+    report.generation = generation.name
+    report.problems += catalog_problems(generation)
+    if report.problems:
+        return report  # nothing else can be compared with a catalog that cannot be read
+    manifest = read_json(generation.manifest)
+    if manifest is None:
+        report.problems.append("manifest: missing or unreadable")
+    state = read_json(generation.state)
+    settings = settings_of(generation, config)
+    catalog = open_catalog_for_reading(generation.catalog)
     try:
-        want = {r[0] for r in catalog.db.execute("SELECT id FROM chunks")}
-        notes = {r[0] for r in catalog.db.execute("SELECT path FROM notes")}
-        report.counts = {"notes": len(notes), "chunks": len(want)}
-        state = read_state(layout.root) or {}
-        if state.get("generation") != catalog.generation:
+        report.counts = {"notes": catalog.count("notes"), "chunks": catalog.count("chunks")}
+        if state is None:
+            report.problems.append("state: missing or unreadable")
+        elif state.get("generation") != catalog.generation:
             report.problems.append(
-                f"state generation {state.get('generation')} != catalog {catalog.generation}"
+                f"state: commit {state.get('generation')} != catalog {catalog.generation}"
             )
-        if read_manifest(layout.root) is None:
-            report.problems.append("manifest missing")
-        try:
-            vec_ids = VectorIndex.load(layout.vectors).ids().tolist()
-            report.counts["vectors"] = len(vec_ids)
-            if len(vec_ids) != len(set(vec_ids)):
-                report.problems.append("vectors: duplicate ids")
-            report.problems += _diff("vectors", set(vec_ids), want)
-        except Exception as exc:
-            report.problems.append(f"vectors: unreadable ({exc})")
-        try:
-            kw_ids = KeywordIndex(layout.keywords, manager.config.keyword.stemming).all_chunk_ids()
-            report.counts["keyword_docs"] = len(kw_ids)
-            if len(kw_ids) != len(set(kw_ids)):
-                report.problems.append("keywords: duplicate documents")
-            report.problems += _diff("keywords", set(kw_ids), want)
-        except Exception as exc:
-            report.problems.append(f"keywords: unreadable ({exc})")
-        try:
-            graph_nodes = set(load_graph(layout.graph).nodes)
-            if graph_nodes != notes:
-                report.problems.append(
-                    f"graph: {len(graph_nodes - notes)} extra and {len(notes - graph_nodes)} "
-                    "missing notes"
-                )
-        except Exception as exc:
-            report.problems.append(f"graph: unreadable ({exc})")
-        plan = plan_changes(
-            manager.scan(),
-            catalog.file_states(),
-            catalog.failures(),
-            manager.config.vault.max_file_size,
-        )
-        report.problems += [f"files: {d} since the last index run" for d in describe_plan(plan)]
+        for cls in DERIVED:
+            part = cls(generation, settings)
+            try:
+                found = part.check(catalog)
+                report.problems += found
+                if not found and part.name in _COUNTED:  # the catalog's ids, each once
+                    report.counts[_COUNTED[part.name]] = report.counts["chunks"]
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as exc:  # a Rust panic included: report, never crash
+                report.problems.append(f"{part.name}: unreadable ({type(exc).__name__})")
+        if state is not None:
+            for key in ("notes", "chunks"):
+                if state.get(key) != report.counts[key]:
+                    report.problems.append(f"state: {key} {state.get(key)} != {report.counts[key]}")
     finally:
         catalog.close()
     return report

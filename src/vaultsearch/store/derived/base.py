@@ -1,0 +1,58 @@
+"""What every derived index is to the store: one small contract.
+
+A derived index holds nothing the catalog does not, so it can always be checked
+against the catalog and rebuilt from it (with cached vectors, never the model).
+The writer loops over the registry in ``derived/__init__.py``; nothing else names
+FAISS, Tantivy or the graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from vaultsearch.store.catalog import Catalog
+from vaultsearch.store.layout import Generation
+
+
+@dataclass(frozen=True, slots=True)
+class DerivedSettings:
+    model_id: str
+    dimension: int
+    stemming: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """One committed catalog transaction, as the derived indexes must follow it."""
+
+    catalog: Catalog
+    removed_chunks: Sequence[int]
+    added_chunks: Sequence[int]
+    changed_paths: Sequence[str]
+    """Notes (old and new paths) whose documents must be taken again from the catalog."""
+
+
+class DerivedIndex(Protocol):
+    name: str
+
+    def __init__(self, generation: Generation, settings: DerivedSettings) -> None: ...
+
+    def open(self, fresh: bool) -> None:
+        """For writing: empty when ``fresh``, else the generation's files (raises when
+        they cannot be read; the writer then builds a new generation)."""
+
+    def level_with(self, catalog: Catalog) -> bool:
+        """Hold exactly what the catalog holds (after a crash); True when it changed."""
+
+    def apply(self, batch: Batch) -> None: ...
+
+    def commit(self, catalog: Catalog) -> dict[str, int]:
+        """Write to disk; returns the counts the state file records."""
+
+    def check(self, catalog: Catalog) -> list[str]:
+        """Problems found reading the generation's files, without writing anything."""
+
+    def reader(self) -> Any:
+        """What a search reads: opened read-only, without a lock or a write."""

@@ -1,0 +1,202 @@
+"""Tantivy as a derived index: one document per catalog chunk.
+
+Reading needs care: Tantivy takes a lock file, opened for writing, to open an
+index, which a read-only mount or another user cannot do; such a reader opens a
+private copy of the (immutable) segment files instead. And Tantivy reports a
+damaged file by a Rust panic, which pyo3 raises as a BaseException: every call
+here turns it into an error that names the repair.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+import tempfile
+import weakref
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from vaultsearch.errors import IndexCorruptError
+from vaultsearch.store.atomic import follow_umask
+from vaultsearch.store.catalog import Catalog, ChunkRow, NoteRow
+from vaultsearch.store.derived.base import Batch, DerivedSettings
+from vaultsearch.store.keywords import KeywordDoc, KeywordIndex
+from vaultsearch.store.layout import Generation
+
+T = TypeVar("T")
+_FOOTER_MAGIC = 1337
+
+
+def guarded(call: Callable[[], T], what: str) -> T:
+    """Run a Tantivy call; a Rust panic becomes an error a user can act on."""
+    try:
+        return call()
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException as exc:  # pyo3's PanicException is a BaseException
+        if isinstance(exc, Exception) and not _is_panic(exc) and not isinstance(exc, ValueError):
+            raise
+        detail = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+        raise IndexCorruptError(
+            f"The keyword index is damaged ({what}: {detail}).",
+            fix="vaultsearch check --repair",
+        ) from exc
+
+
+def _is_panic(exc: BaseException) -> bool:
+    return type(exc).__name__ == "PanicException"
+
+
+def stored_keyword_doc(note: NoteRow, chunk: ChunkRow) -> KeywordDoc:
+    """The keyword document of a chunk in the catalog: the only way documents are made."""
+    return KeywordDoc(
+        chunk.id, note.path, note.title, note.aliases, chunk.heading_path, note.tags, chunk.text
+    )
+
+
+def docs_for_paths(catalog: Catalog, paths: list[str]) -> list[KeywordDoc]:
+    docs = []
+    for path in dict.fromkeys(paths):
+        note = catalog.note_by_path(path)
+        if note is not None:
+            docs += [stored_keyword_doc(note, c) for c in catalog.chunks_of(note.id)]
+    return docs
+
+
+def all_docs(catalog: Catalog) -> list[KeywordDoc]:
+    notes = {n.id: n for n in catalog.notes()}
+    return [stored_keyword_doc(notes[c.note_id], c) for c in catalog.chunks()]
+
+
+def segment_problems(folder: Path) -> list[str]:
+    """Tantivy's own checksums: every segment file ends in a footer with the CRC32 of
+    its body, so any flipped byte anywhere is found without a query touching it."""
+    try:
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+        segments = [s["segment_id"].replace("-", "") for s in meta["segments"]]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return [f"keywords: meta.json unreadable ({type(exc).__name__})"]
+    problems = []
+    for seg in segments:
+        files = sorted(folder.glob(f"{seg}.*"))
+        if not any(f.suffix == ".term" for f in files) or not any(
+            f.suffix == ".store" for f in files
+        ):
+            problems.append(f"keywords: segment {seg[:8]} is missing files")
+        for f in files:
+            if not _footer_ok(f):
+                problems.append(f"keywords: {f.name} fails its checksum")
+    return problems
+
+
+def _footer_ok(path: Path) -> bool:
+    try:
+        data = path.read_bytes()
+        length, magic = struct.unpack("<II", data[-8:])
+        if magic != _FOOTER_MAGIC or length + 8 > len(data):
+            return False
+        footer = json.loads(data[-8 - length : -8])
+        return zlib.crc32(data[: -8 - length]) == int(footer["crc"])
+    except (OSError, ValueError, KeyError, TypeError, struct.error):
+        return False
+
+
+def open_for_reading(folder: Path, stemming: bool) -> KeywordIndex:
+    """The index in place, or, where Tantivy cannot take its lock (read-only mount,
+    another user), a private copy of its files, deleted with the returned index."""
+    if not (folder / "meta.json").is_file():
+        raise FileNotFoundError(folder / "meta.json")
+    try:
+        return guarded(lambda: KeywordIndex(folder, stemming), "open")
+    except IndexCorruptError as exc:
+        if "Lockfile" not in str(exc.__cause__) and "ermission" not in str(exc.__cause__):
+            raise
+    copy = Path(tempfile.mkdtemp(prefix="vaultsearch-keywords-"))
+    try:
+        for f in folder.iterdir():
+            if f.is_file() and not f.name.endswith(".lock"):
+                shutil.copyfile(f, copy / f.name)
+        index = guarded(lambda: KeywordIndex(copy, stemming), "open")
+    except BaseException:
+        shutil.rmtree(copy, ignore_errors=True)
+        raise
+    weakref.finalize(index, shutil.rmtree, copy, True)
+    return index
+
+
+class KeywordPart:
+    name = "keywords"
+
+    def __init__(self, generation: Generation, settings: DerivedSettings) -> None:
+        self.folder = generation.keywords
+        self.stemming = settings.stemming
+        self.index: KeywordIndex | None = None
+
+    def _index(self) -> KeywordIndex:
+        assert self.index is not None, "open() first"
+        return self.index
+
+    def open(self, fresh: bool) -> None:
+        if fresh:
+            self.index = guarded(
+                lambda: KeywordIndex.recreate(self.folder, self.stemming), "create"
+            )
+            return
+        if (
+            self.folder.is_dir()
+            and segment_problems(self.folder)
+            and (self.folder / "meta.json").is_file()
+        ):
+            raise IndexCorruptError(
+                "The keyword index is damaged.", fix="vaultsearch check --repair"
+            )
+        self.index = guarded(lambda: KeywordIndex(self.folder, self.stemming), "open")
+
+    def level_with(self, catalog: Catalog) -> bool:
+        index = self._index()
+        have = guarded(index.all_chunk_ids, "read")
+        want = catalog.chunk_ids()
+        if len(have) == len(want) and set(have) == set(want):
+            return False
+        index.clear()  # emptied and refilled in one commit: readers see old or new
+        index.add(all_docs(catalog))
+        guarded(index.commit, "commit")
+        return True
+
+    def apply(self, batch: Batch) -> None:
+        index = self._index()
+        index.delete_paths(batch.changed_paths)
+        index.add(docs_for_paths(batch.catalog, list(batch.changed_paths)))
+
+    def commit(self, catalog: Catalog) -> dict[str, int]:
+        index = self._index()
+        guarded(index.commit, "commit")
+        follow_umask(self.folder)
+        return {"keyword_docs": len(index)}
+
+    def check(self, catalog: Catalog) -> list[str]:
+        problems = segment_problems(self.folder)
+        if problems:
+            return problems
+        try:
+            index = open_for_reading(self.folder, self.stemming)
+            ids = guarded(index.all_chunk_ids, "read")
+            guarded(lambda: index.search(["the", "a", "note"], k=10), "search")
+        except Exception as exc:
+            return [f"keywords: unreadable ({str(exc)[:160]})"]
+        if len(ids) != len(set(ids)):
+            problems.append("keywords: duplicate documents")
+        want, have = set(catalog.chunk_ids()), set(ids)
+        if extra := have - want:
+            problems.append(f"keywords: {len(extra)} entries for chunks the catalog does not have")
+        if missing := want - have:
+            problems.append(f"keywords: {len(missing)} catalog chunks missing")
+        return problems
+
+    def reader(self) -> Any:
+        index = open_for_reading(self.folder, self.stemming)
+        guarded(lambda: index.index.config_reader("manual"), "open")
+        return index

@@ -1,0 +1,156 @@
+"""The per-user embedding cache: vectors that outlive any one index.
+
+Keyed by model and the hash of the embedded text, so a deleted index, a second
+``--index-dir``, a rebuild after damage or a second vault holding the same notes
+finds every vector again instead of paying the model. SQLite in WAL mode lets
+several processes share it; a size cap evicts the least recently used vectors.
+A cache that cannot be opened or written is skipped: it only ever saves work.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import numpy as np
+
+CACHE_ENV = "VAULTSEARCH_CACHE_DIR"
+CACHE_FILE = "embeddings.sqlite"
+
+log = logging.getLogger("vaultsearch.cache")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS vectors (
+    model TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    used INTEGER NOT NULL,
+    PRIMARY KEY (model, text_hash)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS vectors_by_use ON vectors(used);
+"""
+
+
+def default_cache_dir(configured: str = "") -> Path | None:
+    """The env var, then the config key, then ``$XDG_CACHE_HOME/vaultsearch`` or
+    ``~/.cache/vaultsearch``; ``off`` in either turns the cache off."""
+    value = os.environ.get(CACHE_ENV) or configured
+    if value.strip().lower() == "off":
+        return None
+    if value:
+        return Path(value).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "vaultsearch"
+
+
+class EmbeddingCache:
+    def __init__(self, folder: Path | None, max_bytes: int) -> None:
+        self.folder = folder
+        self.max_bytes = max_bytes
+        self._db: sqlite3.Connection | None = None
+        self._tried = False
+        self._lock = threading.Lock()
+
+    def _conn(self) -> sqlite3.Connection | None:
+        if self._tried:
+            return self._db
+        self._tried = True
+        if self.folder is None or self.max_bytes <= 0:
+            return None
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.folder / CACHE_FILE, check_same_thread=False, timeout=30)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            log.warning("embedding cache at %s is not usable: %s", self.folder, exc)
+            return None
+        self._db = db
+        return db
+
+    def get(self, model: str, hashes: Iterable[str]) -> dict[str, bytes]:
+        with self._lock:
+            db = self._conn()
+            if db is None:
+                return {}
+            found: dict[str, bytes] = {}
+            hs = list(dict.fromkeys(hashes))
+            try:
+                for start in range(0, len(hs), 500):
+                    part = hs[start : start + 500]
+                    marks = ",".join("?" * len(part))
+                    rows = db.execute(
+                        f"SELECT text_hash, vector FROM vectors WHERE model=? AND text_hash IN "
+                        f"({marks})",
+                        (model, *part),
+                    )
+                    found.update((h, bytes(v)) for h, v in rows)
+                if found:
+                    now = time.time_ns()
+                    with db:
+                        db.executemany(
+                            "UPDATE vectors SET used=? WHERE model=? AND text_hash=?",
+                            [(now, model, h) for h in found],
+                        )
+            except sqlite3.Error as exc:
+                log.warning("embedding cache read failed: %s", exc)
+            return found
+
+    def put(self, model: str, items: Mapping[str, np.ndarray]) -> None:
+        with self._lock:
+            db = self._conn()
+            if db is None or not items:
+                return
+            now = time.time_ns()
+            rows = [
+                (model, h, np.asarray(v, dtype=np.float32).tobytes(), now) for h, v in items.items()
+            ]
+            try:
+                with db:
+                    db.executemany(
+                        "INSERT OR REPLACE INTO vectors(model, text_hash, vector, used)"
+                        " VALUES (?,?,?,?)",
+                        rows,
+                    )
+                self._evict(db)
+            except sqlite3.Error as exc:
+                log.warning("embedding cache write failed: %s", exc)
+
+    def _evict(self, db: sqlite3.Connection) -> None:
+        """Drop the least recently used tenth until the file's live pages fit the cap
+        (counted from the page totals: summing every vector would read the whole file)."""
+        while True:
+            pages = db.execute("PRAGMA page_count").fetchone()[0]
+            free = db.execute("PRAGMA freelist_count").fetchone()[0]
+            size = db.execute("PRAGMA page_size").fetchone()[0]
+            rows = db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]
+            if (pages - free) * size <= self.max_bytes or rows == 0:
+                return
+            with db:
+                db.execute(
+                    "DELETE FROM vectors WHERE (model, text_hash) IN (SELECT model, text_hash"
+                    " FROM vectors ORDER BY used LIMIT ?)",
+                    (max(1, rows // 10),),
+                )
+
+    def count(self, model: str | None = None) -> int:
+        with self._lock:
+            db = self._conn()
+            if db is None:
+                return 0
+            if model is None:
+                return int(db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
+            row = db.execute("SELECT COUNT(*) FROM vectors WHERE model=?", (model,)).fetchone()
+            return int(row[0])
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+            self._db, self._tried = None, False
