@@ -90,9 +90,9 @@ CACHE = ROOT / "bench" / ".cache"
 def prepared_vault(name: str, source: Path, work: Path, **vault_kwargs: object):  # type: ignore[no-untyped-def]
     """A private copy of ``source`` with a current index, fast after the first time.
 
-    The catalog (with its embedding cache) of an earlier run is kept in bench/.cache/;
-    copying it beside a fresh copy of the vault (mtimes preserved) makes the index
-    current at once, the derived indexes rebuilt from it without the model.
+    The catalog (with its embeddings) of an earlier run is kept in bench/.cache/;
+    put where an index from before generations kept it, the first build reuses its
+    embeddings instead of the model.
     """
     import shutil
 
@@ -110,7 +110,7 @@ def prepared_vault(name: str, source: Path, work: Path, **vault_kwargs: object):
         import sqlite3
 
         cached.parent.mkdir(parents=True, exist_ok=True)
-        src = sqlite3.connect(index_dir / "catalog.sqlite")
+        src = sqlite3.connect(vault.layout.live.catalog)
         dst = sqlite3.connect(cached)
         src.backup(dst)
         src.close()

@@ -43,11 +43,11 @@ def main() -> None:
         )
         edited = vault.index()
 
-        vectors_before = len(VectorIndex.load(vault.layout.vectors))
+        vectors_before = len(VectorIndex.load(vault.layout.live.vectors))
         victim = max(notes[: len(notes) // 2], key=lambda p: (vault_dir / p).stat().st_size)
         (vault_dir / victim).unlink()
         deleted = vault.index()
-        vectors_after = len(VectorIndex.load(vault.layout.vectors))
+        vectors_after = len(VectorIndex.load(vault.layout.live.vectors))
 
         src = vault_dir / notes[len(notes) // 4]
         src.rename(src.with_name("renamed " + src.name))

@@ -39,7 +39,7 @@ def build(target_chunks: int) -> Vault:
         write_corpus_as_vault(corpus, vault_dir / f"copy{copies:02d}")
         copies += 1
         copies_file.write_text(json.dumps({"copies": copies}))
-        if seed.is_file() and not vault.layout.catalog.exists():
+        if seed.is_file() and not vault.layout.exists():
             _seed_embeddings(seed, vault)
         t = time.perf_counter()
         s = vault.index()
@@ -57,8 +57,9 @@ def _mkdir(p: Path) -> Path:
 def _seed_embeddings(seed: Path, vault: Vault) -> None:
     from vaultsearch.store.catalog import Catalog
 
-    Catalog(vault.layout.catalog).close()  # creates the schema
-    db = sqlite3.connect(vault.layout.catalog)
+    # where an index from before generations kept it: the first build reuses its vectors
+    Catalog(vault.layout.legacy_catalog).close()  # creates the schema
+    db = sqlite3.connect(vault.layout.legacy_catalog)
     db.execute("ATTACH DATABASE ? AS seed", (str(seed),))
     db.execute("INSERT OR IGNORE INTO embeddings SELECT * FROM seed.embeddings")
     db.commit()

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import SHARED, percentile, prepared_vault, require, write_section
 from vaultsearch import Vault
 from vaultsearch.store.catalog import Catalog
-from vaultsearch.store.manifest import read_state
+from vaultsearch.store.layout import IndexLayout
 
 RUN_LINE = re.compile(
     r"indexed: (\d+) added, (\d+) updated, (\d+) moved, (\d+) removed, (\d+) failed, "
@@ -80,7 +80,7 @@ def time_until_found(reader: Vault, token: str, path: str, t0: float) -> float:
 
 
 def embeddings(index_dir: Path) -> int:
-    catalog = Catalog(index_dir / "catalog.sqlite", readonly=True)
+    catalog = Catalog(IndexLayout(index_dir).live.catalog, readonly=True)
     try:
         return catalog.count("embeddings")
     finally:
@@ -88,11 +88,12 @@ def embeddings(index_dir: Path) -> int:
 
 
 def committed_paths(index_dir: Path) -> set[str]:
-    """The catalog's paths once the derived indexes have caught up with it."""
-    catalog = Catalog(index_dir / "catalog.sqlite", readonly=True)
+    """The paths of the published generation (published whole, derived indexes too)."""
+    live = IndexLayout(index_dir).current()
+    if live is None:
+        return set()
+    catalog = Catalog(live.catalog, readonly=True)
     try:
-        if (read_state(index_dir) or {}).get("generation") != catalog.generation:
-            return set()
         return set(catalog.file_states())
     finally:
         catalog.close()

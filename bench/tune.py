@@ -53,7 +53,7 @@ def fuse(rankings, snap, doc_of, k, wk, ws):  # type: ignore[no-untyped-def]
 def main() -> None:
     data = require(SHARED / "scifact")
     work = CACHE / "scifact-eval"
-    require(work / "index" / "catalog.sqlite")
+    require(work / "index" / "CURRENT")
     vault, doc_of = prepare_vault(data / "corpus.jsonl", work, Config())
     qrels = load_qrels(data / "qrels" / "train.tsv")
     texts = {q: t for q, t in load_queries(data / "queries.jsonl").items() if q in qrels}

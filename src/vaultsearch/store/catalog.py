@@ -143,12 +143,14 @@ def _chunk_row(r: Sequence[Any]) -> ChunkRow:
 def open_catalog_for_reading(path: Path) -> Catalog:
     """Read-only; where SQLite cannot use the WAL files (another user, a read-only
     mount, no writer running), the file is read as immutable instead."""
-    catalog = Catalog(path, readonly=True)
+    catalog = None
     try:
+        catalog = Catalog(path, readonly=True)
         catalog.db.execute("SELECT COUNT(*) FROM meta").fetchone()
         return catalog
     except sqlite3.OperationalError:
-        catalog.close()
+        if catalog is not None:
+            catalog.close()
     return Catalog(path, readonly=True, immutable=True)
 
 

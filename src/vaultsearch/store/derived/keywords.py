@@ -112,8 +112,7 @@ def open_for_reading(folder: Path, stemming: bool) -> KeywordIndex:
     try:
         return guarded(lambda: KeywordIndex(folder, stemming), "open")
     except IndexCorruptError as exc:
-        if "Lockfile" not in str(exc.__cause__) and "ermission" not in str(exc.__cause__):
-            raise
+        in_place = exc  # damage, or a lock Tantivy cannot take here: the copy tells which
     copy = Path(tempfile.mkdtemp(prefix="vaultsearch-keywords-"))
     try:
         for f in folder.iterdir():
@@ -122,7 +121,7 @@ def open_for_reading(folder: Path, stemming: bool) -> KeywordIndex:
         index = guarded(lambda: KeywordIndex(copy, stemming), "open")
     except BaseException:
         shutil.rmtree(copy, ignore_errors=True)
-        raise
+        raise in_place from None
     weakref.finalize(index, shutil.rmtree, copy, True)
     return index
 
@@ -199,4 +198,25 @@ class KeywordPart:
     def reader(self) -> Any:
         index = open_for_reading(self.folder, self.stemming)
         guarded(lambda: index.index.config_reader("manual"), "open")
-        return index
+        return GuardedReader(index)
+
+
+class GuardedReader:
+    """A KeywordIndex for searching whose every call turns a Rust panic into an error
+    naming the repair: a damaged segment must fail one query, not kill the server."""
+
+    def __init__(self, index: KeywordIndex) -> None:
+        self._index = index
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._index, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return guarded(lambda: attr(*args, **kwargs), name)
+
+        return call
+
+    def __len__(self) -> int:
+        return guarded(lambda: len(self._index), "count")

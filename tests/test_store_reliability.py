@@ -1,0 +1,321 @@
+"""The store's promises, fast cases of bench/reliability_store.py: a reader always sees
+one whole published generation (after a SIGKILL, during rebuilds), damaged files are
+found by ``check`` and repaired without the model, a read-only index serves another
+user, and embeddings outlive the index."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import embeddings, write_files
+from vaultsearch import Vault
+from vaultsearch.cli import main
+from vaultsearch.errors import IndexCorruptError
+from vaultsearch.store.catalog import open_catalog_for_reading
+from vaultsearch.store.embedcache import EmbeddingCache
+from vaultsearch.store.generations import hold_current
+from vaultsearch.store.layout import IndexLayout
+
+WORDS = [
+    "river",
+    "mountain",
+    "cloud",
+    "forest",
+    "desert",
+    "ocean",
+    "valley",
+    "glacier",
+    "meadow",
+    "canyon",
+]
+SRC = Path(__file__).resolve().parent.parent / "src"
+
+
+def note(i: int, version: int = 0) -> str:
+    return (
+        f"# Note {i:03d}\n\nAbout the {WORDS[i % 10]} and the {WORDS[(i + version) % 10]} "
+        f"(version {version}). See [[Note {(i + 1) % 40:03d}]].\n"
+    )
+
+
+def notes(n: int = 40, version: int = 0, edited: int = 0) -> dict[str, str | bytes]:
+    return {f"f{i % 4}/Note {i:03d}.md": note(i, version if i < edited else 0) for i in range(n)}
+
+
+@pytest.fixture
+def indexed(tmp_path: Path, embedder: object) -> Iterator[tuple[Path, Path]]:
+    root = write_files(tmp_path / "vault", notes())
+    index_dir = tmp_path / "index"
+    with Vault.open(root, index_dir=index_dir) as vault:
+        vault.index()
+    yield root, index_dir
+
+
+def published(index_dir: Path) -> tuple[str, dict[str, str]]:
+    """The live generation's name and its notes' content hashes, as a reader opens it."""
+    hold = hold_current(IndexLayout(index_dir))
+    assert hold is not None
+    try:
+        catalog = open_catalog_for_reading(hold.generation.catalog)
+        try:
+            return hold.generation.name, {p: v[1] for p, v in catalog.file_states().items()}
+        finally:
+            catalog.close()
+    finally:
+        hold.release()
+
+
+def run(*args: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = main(list(args))
+    return code, out.getvalue()
+
+
+@pytest.mark.parametrize("full", [True, False], ids=["full", "incremental"])
+def test_a_kill_mid_run_leaves_the_previous_generation_served(
+    indexed: tuple[Path, Path], full: bool
+) -> None:
+    """The writer is killed as soon as its new generation folder exists (not on a
+    timer): readers keep the previous generation, whole, and the next run completes."""
+    root, index_dir = indexed
+    before = published(index_dir)
+    write_files(root, notes(version=1, edited=10))
+    layout = IndexLayout(index_dir)
+    argv = [sys.executable, "-m", "vaultsearch.cli", "index", str(root), "--index-dir"]
+    proc = subprocess.Popen(
+        [*argv, str(index_dir), "--quiet", *(["--full"] if full else [])],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    while len(layout.all_generations()) < 2 and proc.poll() is None:
+        time.sleep(0.005)  # polling for the folder, not a bound on anything
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    if proc.returncode == 0:
+        pytest.skip("the run finished before the kill landed (a very fast machine)")
+    after = published(index_dir)
+    if after != before:  # killed after publishing, before exiting: the new one, whole
+        assert after[1] == {**before[1], **after[1]} and len(after[1]) == 40
+        return
+    with Vault.open(root, index_dir=index_dir) as vault:
+        problems = vault.manager().verify().problems
+        assert problems and all(p.startswith("files:") for p in problems), problems
+        summary = vault.index()
+        assert summary.updated == 10 and summary.chunks_embedded <= 10
+        assert vault.manager().verify().ok
+    assert published(index_dir)[0] != before[0]
+    assert len(layout.all_generations()) == 1, "the half-built and the old one are gone"
+
+
+def test_searching_during_full_rebuilds_never_sees_a_partial_index(
+    indexed: tuple[Path, Path],
+) -> None:
+    root, index_dir = indexed
+    queries = ["river", "glacier meadow", "Note 007", "canyon"]
+    with Vault.open(root, index_dir=index_dir) as vault:
+        want = {q: [h.path for h in vault.search(q, mode="keyword")] for q in queries}
+    stop = threading.Event()
+    seen: list[tuple[str, list[str]]] = []
+    generations: set[str] = set()
+
+    def reader() -> None:
+        with Vault.open(root, index_dir=index_dir) as vault:
+            while not stop.is_set():
+                for q in queries:
+                    seen.append((q, [h.path for h in vault.search(q, mode="keyword")]))
+                generations.add(vault.orchestrator.snapshot().generation.name)
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        with Vault.open(root, index_dir=index_dir) as writer:
+            for _ in range(3):
+                writer.index(full=True)
+    finally:
+        stop.set()
+        thread.join()
+    assert seen
+    wrong = [(q, got) for q, got in seen if got != want[q]]
+    assert wrong == []
+
+
+def _segment_file(index_dir: Path, suffix: str) -> Path:
+    return next(IndexLayout(index_dir).live.keywords.glob(f"*{suffix}"))
+
+
+def _damage(path: Path, how: str) -> None:
+    if how == "delete":
+        path.unlink()
+        return
+    data = bytearray(path.read_bytes())
+    if how == "truncate":
+        data = data[: len(data) // 2]
+    else:  # a bit flip in the middle
+        data[len(data) // 2] ^= 0x10
+    path.write_bytes(bytes(data))
+
+
+DAMAGED = {
+    "catalog-truncate": (lambda d: IndexLayout(d).live.catalog, "truncate"),
+    "vectors-bitflip": (lambda d: IndexLayout(d).live.vectors, "bitflip"),
+    "term-bitflip": (lambda d: _segment_file(d, ".term"), "bitflip"),
+    "store-truncate": (lambda d: _segment_file(d, ".store"), "truncate"),
+    "meta-delete": (lambda d: IndexLayout(d).live.keywords / "meta.json", "delete"),
+    "graph-bitflip": (lambda d: IndexLayout(d).live.graph, "bitflip"),
+    "state-delete": (lambda d: IndexLayout(d).live.state, "delete"),
+    "pointer-delete": (lambda d: IndexLayout(d).pointer, "delete"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DAMAGED))
+def test_damage_is_detected_and_repaired_without_embedding(
+    indexed: tuple[Path, Path], case: str
+) -> None:
+    root, index_dir = indexed
+    with Vault.open(root, index_dir=index_dir) as vault:
+        want = [h.path for h in vault.search("glacier", mode="keyword")]
+    target, how = DAMAGED[case]
+    _damage(target(index_dir), how)
+    cached = embeddings()
+    args = [str(root), "--index-dir", str(index_dir)]
+    assert run("check", *args)[0] != 0
+    code, out = run("check", "--repair", "--json", *args)
+    if code != 0:  # no generation to repair (the pointer is gone): index builds one
+        assert run("index", *args, "--quiet")[0] == 0
+    else:
+        assert json.loads(out)["repaired"]["chunks_embedded"] == 0
+    assert run("check", *args) == (
+        0,
+        "consistent (notes 40, chunks 40, vectors 40, keyword_docs 40)\n",
+    )
+    assert embeddings() == cached, "the repair embedded something"
+    with Vault.open(root, index_dir=index_dir) as vault:
+        assert [h.path for h in vault.search("glacier", mode="keyword")] == want
+
+
+def test_a_panicking_segment_fails_the_query_not_the_process(
+    indexed: tuple[Path, Path],
+) -> None:
+    """Flipped bytes in a ``.term`` file make Tantivy panic (a BaseException in Python):
+    the search raises an error that names the repair instead."""
+    root, index_dir = indexed
+    term = _segment_file(index_dir, ".term")
+    data = bytearray(term.read_bytes())
+    for i in range(8, len(data) - 40, 7):
+        data[i] ^= 0xFF
+    term.write_bytes(bytes(data))
+    with Vault.open(root, index_dir=index_dir) as vault:
+        try:
+            for w in WORDS:
+                vault.search(w, mode="keyword")
+        except IndexCorruptError as exc:
+            assert "vaultsearch check --repair" in str(exc)
+    assert run("check", str(root), "--index-dir", str(index_dir))[0] == 1
+
+
+def test_embeddings_outlive_the_index(tmp_path: Path, embedder: object) -> None:
+    """A deleted index, a second index folder and a second vault with the same notes
+    embed nothing again: the per-user cache has every vector."""
+    root = write_files(tmp_path / "vault", notes(12))
+    with Vault.open(root, index_dir=tmp_path / "one") as vault:
+        first = vault.index().chunks_embedded
+    assert first == 12 == embeddings()
+    shutil.rmtree(tmp_path / "one")
+    other = write_files(tmp_path / "copy", notes(12))
+    for vault_root, index_dir in ((root, "one"), (root, "two"), (other, "three")):
+        with Vault.open(vault_root, index_dir=tmp_path / index_dir) as vault:
+            assert vault.index().chunks_embedded == 0
+    assert embeddings() == 12
+
+
+def test_the_cache_evicts_the_least_recently_used(tmp_path: Path) -> None:
+    import numpy as np
+
+    cache = EmbeddingCache(tmp_path / "cache", max_bytes=400_000)
+    vectors = {f"h{i}": np.full(384, i, dtype=np.float32) for i in range(600)}
+    cache.put("m", {"keep": np.ones(384, dtype=np.float32)})
+    for start in range(0, 600, 50):
+        cache.get("m", ["keep"])  # used again and again: it must survive
+        cache.put("m", dict(list(vectors.items())[start : start + 50]))
+    assert 0 < cache.count("m") < 600
+    assert set(cache.get("m", ["keep"])) == {"keep"}
+    assert (tmp_path / "cache" / "embeddings.sqlite").stat().st_size < 1_000_000
+    cache.close()
+
+
+def _as_nobody(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(SRC), "HOME": "/tmp", "VAULTSEARCH_CACHE_DIR": "off"}
+    argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable]
+    return subprocess.run(
+        [*argv, "-m", "vaultsearch.cli", *args], capture_output=True, text=True, env=env
+    )
+
+
+def _files(folder: Path) -> list[tuple[str, int, int]]:
+    return sorted((str(p), p.stat().st_mtime_ns, p.stat().st_mode) for p in folder.rglob("*"))
+
+
+def test_another_user_searches_and_checks_a_read_only_index(embedder: object) -> None:
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to run a process as another user")
+    base = Path(tempfile.mkdtemp(prefix="vaultsearch-shared-"))
+    try:
+        os.chmod(base, 0o755)
+        root = write_files(base / "vault", notes(12))
+        index_dir = base / "index"
+        with Vault.open(root, index_dir=index_dir) as vault:
+            vault.index()
+        probe = _as_nobody("--version")
+        if probe.returncode != 0:
+            pytest.skip(f"'nobody' cannot run this Python: {probe.stderr.strip()[:200]}")
+        before = _files(index_dir)
+        found = _as_nobody("search", "glacier", "--mode", "keyword", "--vault", str(root),
+                           "--index-dir", str(index_dir))  # fmt: skip
+        assert found.returncode == 0, found.stderr
+        assert "Note 007" in found.stdout
+        checked = _as_nobody("check", str(root), "--index-dir", str(index_dir))
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        status = _as_nobody("status", "--json", str(root), "--index-dir", str(index_dir))
+        assert "read-only for this user" in json.loads(status.stdout)["write_error"]
+        refused = _as_nobody("index", str(root), "--index-dir", str(index_dir))
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr
+        assert _files(index_dir) == before, "a reader wrote into the index"
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_read_only_mount_is_searched_and_checked(indexed: tuple[Path, Path]) -> None:
+    root, index_dir = indexed
+    mnt = index_dir.parent / "ro"
+    mnt.mkdir()
+    if subprocess.run(
+        ["mount", "--bind", str(index_dir), str(mnt)], capture_output=True
+    ).returncode:
+        pytest.skip("bind mounts are not permitted here")
+    try:
+        remount = ["mount", "-o", "remount,ro,bind", str(mnt)]
+        if subprocess.run(remount, capture_output=True).returncode:
+            pytest.skip("a bind mount cannot be made read-only here")
+        with Vault.open(root, index_dir=mnt) as vault:
+            assert vault.search("glacier", mode="keyword")
+            assert vault.status()["write_error"] is not None
+            assert vault.manager().verify().ok
+        code, _ = run("index", str(root), "--index-dir", str(mnt), "--full", "--quiet")
+        assert code == 2
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
