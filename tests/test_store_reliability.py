@@ -318,4 +318,4 @@ def test_a_read_only_mount_is_searched_and_checked(indexed: tuple[Path, Path]) -
         code, _ = run("index", str(root), "--index-dir", str(mnt), "--full", "--quiet")
         assert code == 2
     finally:
-        subprocess.run(["umount", str(mnt)], capture_output=True)
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)

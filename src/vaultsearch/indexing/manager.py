@@ -30,7 +30,7 @@ from vaultsearch.indexing.progress import Progress, SilentProgress
 from vaultsearch.indexing.scan import FileInfo, IgnoreRules, scan_paths, scan_vault
 from vaultsearch.models import Chunk, ParsedNote
 from vaultsearch.parsers import ParserRegistry
-from vaultsearch.store.catalog import Catalog, open_catalog_for_reading
+from vaultsearch.store.catalog import Catalog, open_catalog_for_reading, seal_catalog
 from vaultsearch.store.derived import Batch, DerivedSettings
 from vaultsearch.store.embedcache import EmbeddingCache, default_cache_dir
 from vaultsearch.store.generations import create_generation, publish, remove_legacy_files, sweep
@@ -355,6 +355,7 @@ class IndexManager:
         return generation
 
     def _publish(self, generation: Generation) -> None:
+        seal_catalog(generation.catalog)
         publish(self.layout, generation)
         sweep(self.layout)
         remove_legacy_files(self.layout)

@@ -140,6 +140,18 @@ def _chunk_row(r: Sequence[Any]) -> ChunkRow:
     return ChunkRow(r[0], r[1], r[2], tuple(json.loads(r[3])), *r[4:])
 
 
+def seal_catalog(path: Path) -> None:
+    """Fold the WAL into the file and leave WAL mode: a published generation is never
+    written again, and a single file is what read-only readers (another user, a
+    read-only mount) can open, and what a copy or a damaged -wal cannot split."""
+    db = sqlite3.connect(path)
+    try:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        db.execute("PRAGMA journal_mode=DELETE")
+    finally:
+        db.close()
+
+
 def open_catalog_for_reading(path: Path) -> Catalog:
     """Read-only; where SQLite cannot use the WAL files (another user, a read-only
     mount, no writer running), the file is read as immutable instead."""

@@ -33,13 +33,6 @@ def normalize(vectors: np.ndarray) -> np.ndarray:
     return vectors / norms
 
 
-def stored_vectors(index: VectorIndex) -> np.ndarray:
-    """The vectors FAISS holds, in the order of ``index.ids()`` (for ``check``)."""
-    flat: Any = faiss.downcast_index(index.index.index)
-    n = int(flat.ntotal)
-    return faiss.rev_swig_ptr(flat.get_xb(), n * index.dim).reshape(n, index.dim).copy()
-
-
 class VectorIndex:
     def __init__(self, dim: int, index: Any = None) -> None:
         self.dim = dim
@@ -51,9 +44,11 @@ class VectorIndex:
         index = faiss.read_index(str(path))
         return cls(index.d, index)
 
+    def serialized(self) -> bytes:
+        return bytes(faiss.serialize_index(self.index).tobytes())
+
     def save(self, path: Path) -> None:
-        data = faiss.serialize_index(self.index)
-        atomic_write_bytes(path, data.tobytes())
+        atomic_write_bytes(path, self.serialized())
 
     def __len__(self) -> int:
         return int(self.index.ntotal)

@@ -68,7 +68,6 @@ def copy_catalog(source: Generation, target: Generation) -> None:
         dst = sqlite3.connect(target.catalog)
         try:
             src.backup(dst)
-            dst.execute("PRAGMA journal_mode=WAL")
         finally:
             dst.close()
     finally:

@@ -80,6 +80,13 @@ def segment_problems(folder: Path) -> list[str]:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return [f"keywords: meta.json unreadable ({type(exc).__name__})"]
     problems = []
+    try:
+        managed = set(json.loads((folder / ".managed.json").read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        managed = set()
+    live = {"meta.json"} | {f.name for seg in segments for f in folder.glob(f"{seg}.*")}
+    if not live <= managed:
+        problems.append("keywords: .managed.json does not list the index's files")
     for seg in segments:
         files = sorted(folder.glob(f"{seg}.*"))
         if not any(f.suffix == ".term" for f in files) or not any(
