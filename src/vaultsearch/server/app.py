@@ -23,6 +23,7 @@ from vaultsearch import __version__
 from vaultsearch.errors import VaultsearchError
 from vaultsearch.indexing.live import LiveIndex
 from vaultsearch.server.calllog import CallLog
+from vaultsearch.server.jsonrpc import valid_params
 from vaultsearch.server.registry import build_tools
 from vaultsearch.server.resources import note_resources, register_note_template
 from vaultsearch.server.tools import VaultTools
@@ -135,7 +136,7 @@ def build_server(
         instructions=INSTRUCTIONS,
         log_level="WARNING",
         tools=build_tools(tools),
-        middleware=[log],
+        middleware=[valid_params, log],
     )
 
 
