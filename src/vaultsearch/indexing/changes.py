@@ -6,6 +6,7 @@ change and recognises a renamed note, whose chunks and vectors then simply move.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import os
 import stat
@@ -66,6 +67,11 @@ def read_text(info: FileInfo, max_size: int) -> FileText | str:
         return f"file grew over vault.max_file_size ({max_size}) while being read"
     digest = hashlib.sha256(data).hexdigest()
     warnings = []
+    if data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):  # Windows "Unicode" saves
+        try:
+            return FileText(info, data.decode("utf-16"), digest, ["read as UTF-16"])
+        except UnicodeDecodeError:
+            pass
     if b"\x00" in data:
         # sync tools and crashed editors leave text padded with NULs, and an edit can
         # then put text after them: drop the NULs when what remains is text

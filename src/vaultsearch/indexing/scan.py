@@ -131,11 +131,13 @@ def _infos(
 
 def _file_info(rel: str, abs_path: Path, root: Path) -> FileInfo | None:
     """Decide from ``lstat``/``stat`` alone, so a FIFO or a device is never opened."""
+    shown = display_path(rel)
     try:
         lst = abs_path.lstat()
-    except OSError:
-        return None  # gone since the walk listed it
-    shown = display_path(rel)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return None  # gone since the walk listed it
+        return FileInfo(shown, abs_path, 0, 0, f"cannot read: {exc.strerror or exc}")
     if shown != rel:
         reason = "the file name is not valid UTF-8; rename the file to index it"
         return FileInfo(shown, abs_path, lst.st_size, lst.st_mtime_ns, reason)
