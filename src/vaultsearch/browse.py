@@ -354,7 +354,11 @@ class Browser:
         """A readable note for ``path``: as given, with ``.md`` added, or by its unique
         file name; otherwise an error naming the closest paths."""
         rel, real = confine(self.vault.root, path)
-        if real.is_file():
+        try:
+            is_file = real.is_file()
+        except OSError as exc:  # e.g. a folder above it that may not be entered
+            raise QueryError(f"Cannot read {rel!r}: {exc.strerror or exc}.") from None
+        if is_file:
             if not self._is_note(rel):
                 raise NoteNotFoundError(
                     f"{rel!r} is not a note: only files the index reads can be read "

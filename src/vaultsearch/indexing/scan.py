@@ -104,7 +104,7 @@ def scan_paths(
         abs_path = root / rel
         if not rel or ".." in rel.split("/"):
             continue
-        if abs_path.is_dir() and not abs_path.is_symlink():
+        if os.path.isdir(abs_path) and not os.path.islink(abs_path):
             if not rules.excludes(rel, is_dir=True):
                 found += _walk(root, rules, abs_path)
         elif os.path.lexists(abs_path) and not rules.excludes(rel):
@@ -175,7 +175,7 @@ def _skipped_folder(rel: str, abs_path: Path) -> FileInfo:
     shown = display_path(rel)
     if shown != rel:
         reason = "the folder name is not valid UTF-8; rename the folder to index its notes"
-    elif abs_path.is_symlink():
+    elif os.path.islink(abs_path):
         reason = "symlink to a folder out of the vault; links are followed only inside it"
     else:
         try:
@@ -214,7 +214,7 @@ def _walk(root: Path, rules: IgnoreRules, start: Path | None = None) -> Iterator
             if display_path(d) != d:
                 dirnames.remove(d)
                 yield prefix + d + "/", base / d
-            elif (base / d).is_symlink() and not _inside(base / d, root):
+            elif os.path.islink(base / d) and not _inside(base / d, root):
                 yield prefix + d + "/", base / d
         for name in sorted(filenames):
             rel = prefix + name
