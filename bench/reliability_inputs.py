@@ -327,6 +327,16 @@ def cli_queries(root: Path, index_dir: Path) -> dict[str, int]:
     return counts
 
 
+def _utf8(q: str) -> bool:
+    """The SDK client cannot even send a lone surrogate (it fails to encode the
+    request): those strings go to the server as raw JSON escapes instead."""
+    try:
+        q.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _encodable(q: str) -> bool:
     try:
         os.fsencode(q)
@@ -348,9 +358,9 @@ def mcp_queries(root: Path, index_dir: Path, log: Path) -> dict[str, int]:
         cwd=str(ROOT),
     )
     calls: list[tuple[str, dict[str, Any]]] = [
-        ("search", {"query": q, "mode": m}) for q in QUERIES for m in MODES
+        ("search", {"query": q, "mode": m}) for q in QUERIES if _utf8(q) for m in MODES
     ]
-    for bad in ("\ud800", "\x00", "../../etc/passwd", "x" * 10_000, "", "-", "🍑.md", "\udcff"):
+    for bad in ("\x00", "../../etc/passwd", "x" * 10_000, "", "-", "🍑.md", "\u202e.md"):
         calls += [
             ("read_note", {"path": bad}),
             ("related", {"path": bad}),
@@ -398,6 +408,25 @@ RAW_LINES: list[bytes] = [
     b'{"jsonrpc": "2.0", "id": 13, "method": "tools/call", "params": '
     b'{"name": "search", "arguments": {"query": "\\udfff\\ud800"}}}',
     b'{"jsonrpc": "2.0", "id": 14, "method": "no/such/method"}',
+    *(
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 100 + i,
+                "method": "tools/call",
+                "params": {"name": tool, "arguments": args},
+            }
+        ).encode()
+        for i, (tool, args) in enumerate(
+            [("search", {"query": q, "mode": m}) for q in QUERIES if not _utf8(q) for m in MODES]
+            + [
+                ("read_note", {"path": "\ud800.md"}),
+                ("related", {"path": "\udcff"}),
+                ("list_notes", {"folder": "\ud800", "tag": "\udfff"}),
+                ("search", {"query": "plums", "tags": ["\ud800"], "folders": ["\udcff"]}),
+            ]
+        )
+    ),
     b"[" * 100_000,
     b'{"jsonrpc": "2.0", "id": 15, "method": "ping", "x": "' + b"y" * 1_000_000 + b'"}',
 ]

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 MAX_LINES = 200
 MAX_CHARS = 20_000
+PARTIAL_READ_BYTES = 262_144
 Sort = Literal["path", "date"]
 
 
@@ -392,8 +393,8 @@ class Browser:
     def read_text(self, path: str) -> tuple[str, str, str | None]:
         """(vault-relative path, text, why it is partial) of a note; slices are cut from
         the text so that line numbers match the file and the search hits. A file over
-        ``vault.max_file_size`` is never indexed, and only that much of it is read, so
-        one huge file cannot make every call slow."""
+        ``vault.max_file_size`` is not in the index; only its first ``PARTIAL_READ_BYTES``
+        are read (and parsed), so one huge file cannot make every call slow."""
         rel, real = self.find(path)
         limit = self.vault.config.vault.max_file_size
         data = read_regular(real, limit + 1)
@@ -401,10 +402,12 @@ class Browser:
             raise QueryError(f"Cannot read {rel!r}: {data}.")
         partial = None
         if len(data) > limit:
-            data = data[: data.rfind(b"\n", 0, limit) + 1 or limit]
+            keep = min(limit, PARTIAL_READ_BYTES)
+            cut = data.rfind(b"\n", 0, keep) + 1
+            data = data[: cut if cut > keep // 2 else keep]  # one huge line: cut in it
             partial = (
                 f"Only the first {len(data):,} bytes of this {real.stat().st_size:,}-byte file "
-                f"were read (vault.max_file_size); it is not in the index."
+                f"were read: it is over vault.max_file_size, so it is not in the index."
             )
         return rel, data.decode("utf-8", errors="replace"), partial
 
