@@ -46,6 +46,10 @@ def screen_line(raw: bytes) -> tuple[str | None, str | None]:
     request_id = message.get("id")
     if isinstance(request_id, bool) or not isinstance(request_id, str | int):
         request_id = None
+    if "id" in message and request_id is None:  # else it would pass as a notification
+        return None, error_reply(
+            INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer'
+        )
     if message.get("jsonrpc") != "2.0":
         return None, error_reply(
             INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"', request_id
