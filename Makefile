@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 QUERY  ?= how does vaultsearch decide that a rebuild is needed
 
-.PHONY: setup demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-tune clean
+.PHONY: setup demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-tune clean
 
 setup: $(STAMP)
 
@@ -47,6 +47,9 @@ bench-mcp: setup
 
 bench-live: setup
 	$(BIN)/python bench/live_sync.py
+
+bench-reliability: setup
+	$(BIN)/python bench/reliability_inputs.py
 
 bench-tune: setup
 	$(BIN)/python bench/tune.py

@@ -64,3 +64,82 @@ def test_a_session_over_streamable_http(
     assert code == 0 and out == b""
     assert b"Traceback" not in err
     assert f'"url": "http://127.0.0.1:{port}/mcp"}}'.encode() in err  # loopback, no warning
+
+
+def test_beyond_loopback_needs_the_token_and_checks_host_and_origin(
+    tmp_path_factory: pytest.TempPathFactory, embedder: object
+) -> None:
+    """Bound to every address (traffic only ever sent to 127.0.0.1): a generated token
+    is printed, requests without it get 401, hostile Host/Origin headers are refused."""
+    import os
+    import re
+
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    root, index_dir = make_vault(tmp_path_factory.mktemp("mcp-http-auth"), index=True)
+    port = free_port()
+    args = server_args(root, index_dir, "--no-watch", "--http", "--host", "0.0.0.0")
+    env = {k: v for k, v in os.environ.items() if k != "VAULTSEARCH_MCP_TOKEN"}
+    proc = subprocess.Popen(
+        [sys.executable, *args, "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    accept = {"accept": "application/json, text/event-stream"}
+    try:
+        wait_listening(proc, port)
+        assert proc.stderr is not None
+        line = proc.stderr.readline().decode()
+        found = re.search(r"Authorization: Bearer ([\w-]+)", line)
+        assert found, line
+        token = found[1]
+
+        def post(**headers: str) -> int:
+            return httpx2.post(
+                url, json=init, headers={**accept, **headers}, timeout=30
+            ).status_code
+
+        assert post() == 401
+        assert post(authorization="Bearer wrong") == 401
+        assert post(authorization=f"Bearer {token}") == 200
+        assert post(authorization=f"Bearer {token}", host="evil.example") == 421
+        assert post(authorization=f"Bearer {token}", origin="http://evil.example") == 403
+
+        async def session() -> None:
+            client = create_mcp_http_client(headers={"authorization": f"Bearer {token}"})
+            async with Client(streamable_http_client(url, http_client=client)) as c:
+                hits = data(await c.call_tool("search", {"query": "hornworms", "mode": "keyword"}))
+                assert hits["hits"][0]["path"] == "garden/Tomatoes.md"
+
+        anyio.run(session)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=20)
+    _, err = proc.communicate()
+    assert code == 0 and b"Traceback" not in err
+
+
+def test_the_token_comes_from_the_environment_on_any_bind(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vaultsearch.server.http import TOKEN_ENV, server_token
+
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    assert server_token("127.0.0.1") is None
+    made = server_token("0.0.0.0")
+    assert made is not None and made.generated and len(made.value) >= 32
+    monkeypatch.setenv(TOKEN_ENV, "s3cret")
+    assert server_token("127.0.0.1") == server_token("192.168.1.5")
+    assert server_token("::1") is not None and not server_token("::1").generated  # type: ignore[union-attr]

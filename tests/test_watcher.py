@@ -304,3 +304,40 @@ def test_a_watch_limit_is_one_clear_error(tmp_path: Path) -> None:
     )
     assert run.returncode == 3, run.stderr
     assert "a limit on file watching" in run.stdout and "max_user_watches" in run.stdout
+
+
+def os_watches() -> int:
+    """inotify watches this process holds, as the kernel counts them."""
+    total = 0
+    for fd in Path("/proc/self/fdinfo").iterdir():
+        try:
+            total += fd.read_text().count("inotify wd:")
+        except OSError:
+            continue
+    return total
+
+
+@pytest.mark.skipif(not Path("/proc/self/fdinfo").is_dir(), reason="needs Linux /proc")
+def test_ignored_folders_hold_no_os_watch(tmp_path: Path, embedder: object) -> None:
+    root = write_files(tmp_path / "vault", {"notes/a.md": note("A", "Apricots.")})
+    for top in (".git/objects", "node_modules", "build"):
+        for i in range(40):
+            (root / top / f"d{i}").mkdir(parents=True)
+    (root / ".gitignore").write_text("build/\n", encoding="utf-8")
+    before = os_watches()
+    live = LiveVault(root, tmp_path / "index")
+    try:
+        assert os_watches() - before == 2  # the vault and notes/
+        mark = len(live.runs)
+        (root / "node_modules" / "pkg").mkdir()
+        (root / "fresh" / "deeper").mkdir(parents=True)
+        (root / "fresh" / "deeper" / "b.md").write_text(note("B", "Blueberries."), "utf-8")
+        live.run_after(mark)
+        assert wait_until(lambda: os_watches() - before == 4)  # + fresh/ and fresh/deeper/
+        assert live.keyword("blueberries") == ["fresh/deeper/b.md"]
+        mark = len(live.runs)
+        (root / "fresh" / "deeper" / "c.md").write_text(note("C", "Cloudberries."), "utf-8")
+        live.run_after(mark)
+        assert live.keyword("cloudberries") == ["fresh/deeper/c.md"]
+    finally:
+        live.close()

@@ -29,6 +29,7 @@ from vaultsearch.errors import (
     QueryError,
     VaultsearchError,
 )
+from vaultsearch.indexing.changes import read_regular
 from vaultsearch.models import Heading
 from vaultsearch.parsers import ParserRegistry
 from vaultsearch.search.filters import NoteMeta, folder_matches, tag_matches
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 
 MAX_LINES = 200
 MAX_CHARS = 20_000
-MAX_READ_BYTES = 50_000_000
+PARTIAL_READ_BYTES = 262_144
 Sort = Literal["path", "date"]
 
 
@@ -70,6 +71,8 @@ class NoteRead:
     backlinks: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = ()
     indexed: bool = False
+    partial: str | None = None
+    """Set when only the start of a very large file was read: says how much."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,14 +346,20 @@ class Browser:
             return list(snap.notes.values()), True
         files = self.vault.manager().scan().values()
         return [
-            NoteMeta(0, f.path, Path(f.path).stem, (), {}, f.mtime_ns / 1e9) for f in files
+            NoteMeta(0, f.path, Path(f.path).stem, (), {}, f.mtime_ns / 1e9)
+            for f in files
+            if not f.skip
         ], False
 
     def find(self, path: str) -> tuple[str, Path]:
         """A readable note for ``path``: as given, with ``.md`` added, or by its unique
         file name; otherwise an error naming the closest paths."""
         rel, real = confine(self.vault.root, path)
-        if real.is_file():
+        try:
+            is_file = real.is_file()
+        except OSError as exc:  # e.g. a folder above it that may not be entered
+            raise QueryError(f"Cannot read {rel!r}: {exc.strerror or exc}.") from None
+        if is_file:
             if not self._is_note(rel):
                 raise NoteNotFoundError(
                     f"{rel!r} is not a note: only files the index reads can be read "
@@ -381,13 +390,26 @@ class Browser:
         registry: ParserRegistry = self._local.parsers
         return registry
 
-    def read_text(self, path: str) -> tuple[str, str]:
-        """(vault-relative path, whole text) of a note; slices are cut from the whole
-        text so that line numbers match the file and the search hits."""
+    def read_text(self, path: str) -> tuple[str, str, str | None]:
+        """(vault-relative path, text, why it is partial) of a note; slices are cut from
+        the text so that line numbers match the file and the search hits. A file over
+        ``vault.max_file_size`` is not in the index; only its first ``PARTIAL_READ_BYTES``
+        are read (and parsed), so one huge file cannot make every call slow."""
         rel, real = self.find(path)
-        if real.stat().st_size > MAX_READ_BYTES:
-            raise QueryError(f"{rel!r} is larger than {MAX_READ_BYTES} bytes; it is not read.")
-        return rel, real.read_text(encoding="utf-8", errors="replace")
+        limit = self.vault.config.vault.max_file_size
+        data = read_regular(real, limit + 1)
+        if isinstance(data, str):
+            raise QueryError(f"Cannot read {rel!r}: {data}.")
+        partial = None
+        if len(data) > limit:
+            keep = min(limit, PARTIAL_READ_BYTES)
+            cut = data.rfind(b"\n", 0, keep) + 1
+            data = data[: cut if cut > keep // 2 else keep]  # one huge line: cut in it
+            partial = (
+                f"Only the first {len(data):,} bytes of this {real.stat().st_size:,}-byte file "
+                f"were read: it is over vault.max_file_size, so it is not in the index."
+            )
+        return rel, data.decode("utf-8", errors="replace"), partial
 
     def read_note(
         self,
@@ -397,7 +419,7 @@ class Browser:
         end_line: int | None = None,
         context: int = 0,
     ) -> NoteRead:
-        rel, text = self.read_text(path)
+        rel, text, partial = self.read_text(path)
         parser = self._parsers().parser_for(rel)
         assert parser is not None  # find() admits notes only
         note = parser.parse(rel, text)
@@ -421,6 +443,7 @@ class Browser:
             tuple(x.path for x in links.backlinks),
             links.unresolved,
             snap is not None and rel in snap.note_by_path,
+            partial,
         )
 
     def related(self, path: str, depth: int = 1, limit: int = 10) -> Related | None:

@@ -232,7 +232,12 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from vaultsearch.server.app import run_server
 
     return run_server(
-        _open(args), http=args.http, host=args.host, port=args.port, watch=not args.no_watch
+        _open(args),
+        http=args.http,
+        host=args.host,
+        port=args.port,
+        watch=not args.no_watch,
+        allow_hosts=tuple(args.allow_host or ()),
     )
 
 
@@ -320,6 +325,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
     p.add_argument("--host", default="127.0.0.1", help="HTTP host (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="HTTP port (default: 8765)")
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="NAME",
+        help="another Host name HTTP clients may use, e.g. behind a proxy (repeatable)",
+    )
     p.add_argument("--no-watch", action="store_true", help="do not watch the vault for changes")
     p.set_defaults(handler=cmd_mcp)
 
@@ -327,6 +338,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # a path or query that is not UTF-8 still prints
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Handler = args.handler

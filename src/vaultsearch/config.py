@@ -34,6 +34,7 @@ class VaultConfig:
 class ChunkingConfig:
     size: int = 1000
     overlap: int = 100
+    max_chunks_per_note: int = 2000
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,12 @@ def _validate(cfg: Config) -> None:
         "chunking.overlap",
         c.overlap,
         "must be at least 0 and less than chunking.size",
+    )
+    _require(
+        c.max_chunks_per_note >= 1,
+        "chunking.max_chunks_per_note",
+        c.max_chunks_per_note,
+        "must be at least 1",
     )
     _require(e.batch_size >= 1, "embedding.batch_size", e.batch_size, "must be at least 1")
     _require(e.cache_size_mb >= 0, "embedding.cache_size_mb", e.cache_size_mb, "must be 0 or more")

@@ -15,6 +15,7 @@ from vaultsearch.indexing.manager import IndexCheck, IndexManager, IndexSummary
 from vaultsearch.indexing.progress import Progress
 from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.manifest import SPEC_VERSION, read_manifest, read_state
+from vaultsearch.validtext import valid_strings, valid_text
 
 if TYPE_CHECKING:
     from vaultsearch.models import Hit
@@ -157,11 +158,12 @@ class Vault:
         """The best places in the vault for ``query``, best first, grouped per note."""
         from vaultsearch.search.filters import SearchFilters
 
+        tags, folders, where = valid_strings(tags), valid_strings(folders), valid_strings(where)
         filters = SearchFilters.build(
             tags=tags, folders=folders, after=after, before=before, where=where, min_score=min_score
         )
         return self.orchestrator.search(
-            query, top_k=top_k, mode=mode, filters=filters, explain=explain
+            valid_text(query), top_k=top_k, mode=mode, filters=filters, explain=explain
         )
 
     def close(self) -> None:

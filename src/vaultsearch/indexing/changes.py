@@ -6,8 +6,12 @@ change and recognises a renamed note, whose chunks and vectors then simply move.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
+import os
+import stat
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from vaultsearch.indexing.scan import FileInfo
 
@@ -52,27 +56,75 @@ class ChangePlan:
 
 def read_text(info: FileInfo, max_size: int) -> FileText | str:
     """The decoded file, or the reason it cannot be indexed."""
+    if info.skip:
+        return info.skip
     if info.size > max_size:
         return f"file is {info.size} bytes, over vault.max_file_size ({max_size})"
-    try:
-        data = info.abs_path.read_bytes()
-    except OSError as exc:
-        return f"cannot read: {exc.strerror or exc}"
+    data = read_regular(info.abs_path, max_size + 1)
+    if isinstance(data, str):
+        return data
+    if len(data) > max_size:
+        return f"file grew over vault.max_file_size ({max_size}) while being read"
     digest = hashlib.sha256(data).hexdigest()
     warnings = []
-    if b"\x00" in data[:_BINARY_SNIFF]:
-        # sync tools and crashed editors leave text padded with NULs: keep the text
-        stripped = data.rstrip(b"\x00")
-        if b"\x00" in stripped[:_BINARY_SNIFF]:
+    if data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):  # Windows "Unicode" saves
+        try:
+            return FileText(info, data.decode("utf-16"), digest, ["read as UTF-16"])
+        except UnicodeDecodeError:
+            pass
+    if b"\x00" in data:
+        # sync tools and crashed editors leave text padded with NULs, and an edit can
+        # then put text after them: drop the NULs when what remains is text
+        text_only = data.replace(b"\x00", b"")
+        if _looks_binary(data, text_only):
             return "binary file (NUL bytes)"
-        warnings.append(f"{len(data) - len(stripped)} trailing NUL bytes ignored")
-        data = stripped
+        warnings.append(f"{len(data) - len(text_only)} NUL bytes ignored")
+        data = text_only
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         text, encoding = _decode_legacy(data)
         warnings.append(f"not valid UTF-8 (first bad byte at {exc.start}); read as {encoding}")
     return FileText(info, text, digest, warnings)
+
+
+def read_regular(path: Path, limit: int) -> bytes | str:
+    """At most ``limit`` bytes of a regular file, or why not; never blocks on a FIFO
+    or a device that replaced the file since it was looked at."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "not a regular file"
+        parts: list[bytes] = []
+        left = limit
+        while left > 0:
+            part = os.read(fd, min(left, 1 << 20))
+            if not part:
+                break
+            parts.append(part)
+            left -= len(part)
+        return b"".join(parts)
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
+    finally:
+        os.close(fd)
+
+
+def _looks_binary(data: bytes, text_only: bytes) -> bool:
+    """NULs beside text that is not UTF-8, or beside many control bytes, are binary."""
+    if not text_only.strip():
+        return False
+    sample = text_only[:_BINARY_SNIFF]
+    try:
+        sample.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(sample) - 4:  # not just a character cut by the sample's end
+            return True
+    controls = sum(1 for b in sample if b < 32 and b not in b"\t\n\r\f")
+    return controls > len(sample) // 100
 
 
 def _decode_legacy(data: bytes) -> tuple[str, str]:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Iterator
+from dataclasses import replace
 
-from vaultsearch.models import Chunk, ParsedNote
+from vaultsearch.models import Chunk, ParsedNote, Section
 
 _FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})")
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+|\n\s*")
@@ -45,6 +46,42 @@ def chunk_note(note: ParsedNote, size: int = 1000, overlap: int = 100) -> list[C
                 )
             )
     return chunks
+
+
+def chunk_capped(
+    note: ParsedNote, size: int, overlap: int, cap: int
+) -> tuple[list[Chunk], str | None]:
+    """At most ``cap`` chunks, and a warning when the note needed fewer of them.
+
+    A note of 100,000 one-line sections would otherwise cost 100,000 embeddings: its
+    sections are first packed together up to ``size``, then the rest is cut off.
+    """
+    chunks = chunk_note(note, size, overlap)
+    if len(chunks) <= cap:
+        return chunks, None
+    merged = chunk_note(
+        replace(note, sections=_packed_sections(note.sections, size)), size, overlap
+    )
+    warning = (
+        f"{len(chunks):,} chunks over chunking.max_chunks_per_note ({cap:,}): "
+        f"short sections were merged into {len(merged):,} chunks"
+    )
+    if len(merged) > cap:
+        merged = merged[:cap]
+        warning += f"; only the first {cap:,} are indexed"
+    return merged, warning
+
+
+def _packed_sections(sections: tuple[Section, ...], size: int) -> tuple[Section, ...]:
+    """Neighbouring sections joined while they fit in ``size``; the first names the group."""
+    out: list[Section] = []
+    for sec in sections:
+        last = out[-1] if out else None
+        if last is not None and sec.end_char - last.start_char <= size:
+            out[-1] = replace(last, end_line=sec.end_line, end_char=sec.end_char)
+        else:
+            out.append(sec)
+    return tuple(out)
 
 
 def _embed_text(title: str, heading_path: tuple[str, ...], text: str) -> str:

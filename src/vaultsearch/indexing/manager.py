@@ -24,7 +24,7 @@ from vaultsearch.config import Config
 from vaultsearch.embedding import Embedder, text_hash
 from vaultsearch.errors import IndexBusyError, IndexCorruptError
 from vaultsearch.indexing.changes import ChangePlan, FileText, describe_plan, plan_changes
-from vaultsearch.indexing.chunker import chunk_note
+from vaultsearch.indexing.chunker import chunk_capped
 from vaultsearch.indexing.links import LinkResolver
 from vaultsearch.indexing.progress import Progress, SilentProgress
 from vaultsearch.indexing.scan import FileInfo, IgnoreRules, scan_paths, scan_vault
@@ -501,11 +501,13 @@ class IndexManager:
             return "no parser for this file type"
         try:
             note = parser.parse(path, ft.text)
-            chunks = chunk_note(note, self.config.chunking.size, self.config.chunking.overlap)
+            c = self.config.chunking
+            chunks, capped = chunk_capped(note, c.size, c.overlap, c.max_chunks_per_note)
         except Exception as exc:  # a parser bug must not abort the batch
             return f"parser error: {type(exc).__name__}: {exc}"
-        if ft.warnings:
-            note = _with_warnings(note, ft.warnings)
+        warnings = [*ft.warnings, *([capped] if capped else [])]
+        if warnings:
+            note = _with_warnings(note, warnings)
         date = note.date.timestamp() if note.date else ft.info.mtime_ns / 1e9
         return _Prepared(ft, note, chunks, [text_hash(c.embed_text) for c in chunks], date)
 

@@ -6,7 +6,9 @@ fills results with noise, so they are ruled out the same way everywhere.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +40,9 @@ class FileInfo:
     abs_path: Path
     size: int
     mtime_ns: int
+    skip: str | None = None
+    """Why the file cannot be indexed though it is named like a note, found before it
+    is ever opened: a FIFO, a broken link, an undecodable name. Recorded as a failure."""
 
 
 class IgnoreRules:
@@ -82,7 +87,7 @@ class IgnoreRules:
 def scan_vault(vault: Path, rules: IgnoreRules, parsers: ParserRegistry) -> dict[str, FileInfo]:
     """Every note file in the vault, in sorted order, without following links out of it."""
     root = vault.resolve()
-    return _infos(_walk(root, rules), parsers)
+    return _infos(_walk(root, rules), parsers, root)
 
 
 def scan_paths(
@@ -99,49 +104,141 @@ def scan_paths(
         abs_path = root / rel
         if not rel or ".." in rel.split("/"):
             continue
-        if abs_path.is_symlink():  # as in a walk: never entered, taken if it stays inside
-            if abs_path.is_file() and _inside(abs_path, root) and not rules.excludes(rel):
-                found.append((rel, abs_path))
-        elif abs_path.is_dir():
+        if os.path.isdir(abs_path) and not os.path.islink(abs_path):
             if not rules.excludes(rel, is_dir=True):
                 found += _walk(root, rules, abs_path)
-        elif abs_path.is_file() and not rules.excludes(rel):
+        elif os.path.lexists(abs_path) and not rules.excludes(rel):
             found.append((rel, abs_path))
-    return _infos(found, parsers)
+    return _infos(found, parsers, root)
 
 
-def _infos(files: Iterable[tuple[str, Path]], parsers: ParserRegistry) -> dict[str, FileInfo]:
+def _infos(
+    files: Iterable[tuple[str, Path]], parsers: ParserRegistry, root: Path
+) -> dict[str, FileInfo]:
     found: dict[str, FileInfo] = {}
     for rel, abs_path in files:
-        if parsers.parser_for(rel) is None:
+        info: FileInfo | None
+        if rel.endswith("/"):  # a folder that could not be entered
+            info = _skipped_folder(rel, abs_path)
+        elif parsers.parser_for(rel) is None:
             continue
-        try:
-            st = abs_path.stat()
-        except OSError:
-            continue
-        found[rel] = FileInfo(rel, abs_path, st.st_size, st.st_mtime_ns)
+        else:
+            info = _file_info(rel, abs_path, root)
+        if info is not None:
+            found[info.path] = info
     return dict(sorted(found.items()))
 
 
+def _file_info(rel: str, abs_path: Path, root: Path) -> FileInfo | None:
+    """Decide from ``lstat``/``stat`` alone, so a FIFO or a device is never opened."""
+    shown = display_path(rel)
+    try:
+        lst = abs_path.lstat()
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return None  # gone since the walk listed it
+        return FileInfo(shown, abs_path, 0, 0, f"cannot read: {exc.strerror or exc}")
+    if shown != rel:
+        reason = "the file name is not valid UTF-8; rename the file to index it"
+        return FileInfo(shown, abs_path, lst.st_size, lst.st_mtime_ns, reason)
+    st = lst
+    if stat.S_ISLNK(lst.st_mode):
+        try:
+            st = abs_path.stat()
+        except OSError as exc:
+            reason = "symlink loop" if exc.errno == errno.ELOOP else "broken symlink"
+            return FileInfo(rel, abs_path, lst.st_size, lst.st_mtime_ns, reason)
+        if not _inside(abs_path, root):
+            reason = "symlink leads out of the vault; links are followed only inside it"
+            return FileInfo(rel, abs_path, lst.st_size, lst.st_mtime_ns, reason)
+    if not stat.S_ISREG(st.st_mode):
+        kind = _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")
+        return FileInfo(rel, abs_path, 0, st.st_mtime_ns, f"{kind}, not a regular file")
+    return FileInfo(rel, abs_path, st.st_size, st.st_mtime_ns)
+
+
+_KINDS = {
+    stat.S_IFIFO: "a named pipe (FIFO)",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFDIR: "a folder",
+}
+
+
+def _skipped_folder(rel: str, abs_path: Path) -> FileInfo:
+    try:
+        lst = abs_path.lstat()
+        mtime, error = lst.st_mtime_ns, None
+    except OSError as exc:
+        mtime, error = 0, exc
+    shown = display_path(rel)
+    if shown != rel:
+        reason = "the folder name is not valid UTF-8; rename the folder to index its notes"
+    elif os.path.islink(abs_path):
+        reason = "symlink to a folder out of the vault; links are followed only inside it"
+    else:
+        try:
+            os.listdir(abs_path)
+            reason = "cannot list the folder"
+        except OSError as exc:
+            error = exc
+        if error is not None:
+            reason = f"cannot list the folder: {error.strerror or error}"
+    return FileInfo(shown, abs_path, 0, mtime, reason)
+
+
+def display_path(rel: str) -> str:
+    """``rel`` as valid Unicode: bytes a name cannot decode are shown as backslash escapes."""
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(rel).decode("utf-8", "backslashreplace")
+    return rel
+
+
 def _walk(root: Path, rules: IgnoreRules, start: Path | None = None) -> Iterator[tuple[str, Path]]:
-    for dirpath, dirnames, filenames in os.walk(start or root, followlinks=False):
+    """Files and, with a trailing ``/``, folders that could not be entered; a folder
+    link is never entered (its target is walked where it lies in the vault)."""
+    unlistable: list[OSError] = []
+    for dirpath, dirnames, filenames in os.walk(
+        start or root, followlinks=False, onerror=unlistable.append
+    ):
+        while unlistable:
+            yield from _unlistable(root, rules, unlistable.pop())
         base = Path(dirpath)
         rel_dir = base.relative_to(root).as_posix()
         prefix = "" if rel_dir == "." else rel_dir + "/"
         dirnames[:] = sorted(d for d in dirnames if not rules.ignored(prefix + d, is_dir=True))
+        for d in list(dirnames):
+            if display_path(d) != d:
+                dirnames.remove(d)
+                yield prefix + d + "/", base / d
+            elif os.path.islink(base / d) and not _inside(base / d, root):
+                yield prefix + d + "/", base / d
         for name in sorted(filenames):
             rel = prefix + name
-            if rules.ignored(rel):
-                continue
-            abs_path = base / name
-            if abs_path.is_symlink() and not _inside(abs_path, root):
-                continue
-            yield rel, abs_path
+            if not rules.ignored(rel):
+                yield rel, base / name
+    while unlistable:
+        yield from _unlistable(root, rules, unlistable.pop())
+
+
+def _unlistable(root: Path, rules: IgnoreRules, exc: OSError) -> Iterator[tuple[str, Path]]:
+    if exc.filename is None:
+        return
+    path = Path(exc.filename)
+    try:
+        rel = path.relative_to(root).as_posix()
+    except ValueError:
+        return
+    if rel != "." and not rules.excludes(rel, is_dir=True):
+        yield rel + "/", path
 
 
 def _inside(path: Path, root: Path) -> bool:
     try:
-        path.resolve().relative_to(root)
-    except (ValueError, OSError):
+        path.resolve(strict=True).relative_to(root)
+    except (ValueError, OSError, RuntimeError):
         return False
     return True

@@ -34,11 +34,11 @@ from watchdog.events import (
     FileSystemEvent,
     FileSystemEventHandler,
 )
-from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
 from vaultsearch.errors import VaultsearchError
 from vaultsearch.indexing.live import LiveIndex, LiveState
+from vaultsearch.indexing.oswatch import pruned_observer
 from vaultsearch.indexing.scan import IGNORE_FILES, IgnoreRules
 from vaultsearch.parsers import ParserRegistry
 from vaultsearch.store.manifest import read_state
@@ -94,7 +94,7 @@ class Watcher:
 
     def start(self) -> Watcher:
         try:
-            observer = Observer()
+            observer = pruned_observer(self._unwatched)
             observer.schedule(
                 _Handler(self), str(self.root), recursive=True, event_filter=list(WATCHED)
             )
@@ -148,6 +148,13 @@ class Watcher:
             self._paths.update(taken)
             self._everything = self._everything or everything
             self._cond.notify_all()
+
+    def _unwatched(self, folder: str) -> bool:
+        """No OS watch for a folder no note can be in (``.git``, ``node_modules``...);
+        rules read at start, so a folder un-ignored later is watched after a restart
+        and found meanwhile by the periodic whole-vault look."""
+        rel = self._relative(folder)
+        return rel is not None and self.rules.excludes(rel, is_dir=True)
 
     def _relative(self, path: str) -> str | None:
         try:

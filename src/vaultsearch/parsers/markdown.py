@@ -51,6 +51,10 @@ _DROPPED_IN_TITLE = frozenset(
 )
 _SYNTAX_ESCAPES = frozenset({b"#", b"[", b"]", b"!"})
 _MAX_DEPTH = 64
+MAX_FRONTMATTER_CHARS = 65_536
+"""A bigger block is not metadata someone typed; it is skipped with a warning."""
+MAX_FRONTMATTER_VALUES = 10_000
+"""YAML aliases let 300 bytes stand for a billion values (an alias bomb): count first."""
 
 
 @dataclass(slots=True)
@@ -275,6 +279,11 @@ def _read_frontmatter(text: str, warnings: list[str]) -> tuple[dict[str, Any], i
     match = _FRONTMATTER.match(text)
     if match is None:
         return {}, 1 if text.startswith("\ufeff") else 0
+    if len(match[1]) > MAX_FRONTMATTER_CHARS:
+        warnings.append(
+            f"frontmatter skipped: {len(match[1]):,} characters, over {MAX_FRONTMATTER_CHARS:,}"
+        )
+        return {}, match.end()
     try:
         data = YAMLHandler().load(match[1])
     except yaml.MarkedYAMLError as exc:
@@ -288,7 +297,29 @@ def _read_frontmatter(text: str, warnings: list[str]) -> tuple[dict[str, Any], i
     if data is not None and not isinstance(data, dict):
         warnings.append(f"invalid YAML frontmatter: expected a mapping, got {type(data).__name__}")
         data = None
+    if not _within(data, MAX_FRONTMATTER_VALUES):
+        warnings.append(
+            f"frontmatter skipped: it expands to over {MAX_FRONTMATTER_VALUES:,} values "
+            "(YAML aliases?)"
+        )
+        data = None
     return data or {}, match.end()
+
+
+def _within(value: Any, budget: int) -> bool:
+    """Does ``value``, with every alias expanded, hold at most ``budget`` values?"""
+    stack = [value]
+    while stack:
+        budget -= 1
+        if budget < 0:
+            return False
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack += item.keys()
+            stack += item.values()
+        elif isinstance(item, list | tuple | set):
+            stack += item
+    return True
 
 
 def _heading_tree(raw: list[tuple[int, str, int]]) -> tuple[Heading, ...]:

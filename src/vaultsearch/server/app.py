@@ -23,6 +23,8 @@ from vaultsearch import __version__
 from vaultsearch.errors import VaultsearchError
 from vaultsearch.indexing.live import LiveIndex
 from vaultsearch.server.calllog import CallLog
+from vaultsearch.server.http import TOKEN_ENV, BearerAuth, security_settings, server_token
+from vaultsearch.server.jsonrpc import valid_params
 from vaultsearch.server.registry import build_tools
 from vaultsearch.server.resources import note_resources, register_note_template
 from vaultsearch.server.tools import VaultTools
@@ -33,7 +35,6 @@ START_DELAY = 1.0
 """Seconds after which background work starts even if no request has come."""
 STOP_TIMEOUT = 3.0
 LOG_ENV = "VAULTSEARCH_MCP_LOG"
-LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 INSTRUCTIONS = """Search and read a folder of Markdown notes (an Obsidian-style vault).
 Start with `search`; read around a hit with `read_note(path, start_line, end_line, context)`;
 explore links and similar notes with `related`; browse with `list_notes` and `list_tags`;
@@ -135,7 +136,7 @@ def build_server(
         instructions=INSTRUCTIONS,
         log_level="WARNING",
         tools=build_tools(tools),
-        middleware=[log],
+        middleware=[valid_params, log],
     )
 
 
@@ -145,6 +146,7 @@ def run_server(
     host: str = "127.0.0.1",
     port: int = 8765,
     watch: bool = True,
+    allow_hosts: tuple[str, ...] = (),
 ) -> int:
     """Serve until stdin closes, SIGTERM or SIGINT; 0 on every orderly end."""
     quiet_libraries()
@@ -156,7 +158,7 @@ def run_server(
     try:
         if http:
             _check_port(host, port)
-            anyio.run(_serve_http, server, background, host, port)
+            anyio.run(_serve_http, server, background, host, port, allow_hosts)
         else:
             log.write({"event": "serving", "transport": "stdio", "vault": str(vault.root)})
             anyio.run(_serve_stdio, server, background)
@@ -187,19 +189,41 @@ async def _serve_stdio(server: VaultServer, background: Background) -> None:
         tg.cancel_scope.cancel()
 
 
-async def _serve_http(server: VaultServer, background: Background, host: str, port: int) -> None:
+async def _serve_http(
+    server: VaultServer,
+    background: Background,
+    host: str,
+    port: int,
+    allow_hosts: tuple[str, ...] = (),
+) -> None:
+    import uvicorn
+
     # uvicorn shuts down on SIGTERM/SIGINT, then re-raises the signal to the previous
     # handler; a no-op one makes that an orderly exit instead of a kill or a traceback.
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: None)
     url = f"http://{host if ':' not in host else f'[{host}]'}:{port}/mcp"
     record: dict[str, Any] = {"event": "serving", "transport": "http", "url": url}
-    if host not in LOOPBACK:
-        record["warning"] = "reachable from other machines, without authentication"
+    token = server_token(host)
+    if token is not None:
+        record["auth"] = "bearer token"
+        if token.generated:
+            print(
+                f"vaultsearch: HTTP clients must send 'Authorization: Bearer {token.value}' "
+                f"(set {TOKEN_ENV} to choose the token)",
+                file=sys.stderr,
+                flush=True,
+            )
     background.log.write(record)
+    app: Any = server.streamable_http_app(
+        transport_security=security_settings(host, allow_hosts), host=host
+    )
+    if token is not None:
+        app = BearerAuth(app, token.value)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
     async with anyio.create_task_group() as tg:
         tg.start_soon(_start_later, background)
-        await server.run_streamable_http_async(host=host, port=port)
+        await uvicorn.Server(config).serve()
         tg.cancel_scope.cancel()
 
 

@@ -39,7 +39,8 @@ def register_note_template(server: MCPServer, browser: Browser) -> None:
     )
     def read_note_resource(path: str) -> str:
         try:
-            return browser.read_text(path)[1]
+            _, text, partial = browser.read_text(path)
+            return text if partial is None else f"{text}\n\n[{partial}]\n"
         except VaultsearchError as exc:
             raise ResourceNotFoundError(str(exc)) from exc
 
@@ -57,4 +58,5 @@ def note_resources(browser: Browser) -> list[Resource]:
             size=info.size,
         )
         for path, info in files.items()
+        if not info.skip
     ]

@@ -174,7 +174,8 @@ class VaultTools:
                 outlinks=list(r.outlinks),
                 backlinks=list(r.backlinks),
                 unresolved_links=list(r.unresolved),
-                message=None if r.indexed else "Not in the index yet: links are not known.",
+                message=r.partial
+                or (None if r.indexed else "Not in the index yet: links are not known."),
             )
             return reply(result, render.read_note)
 

@@ -6,6 +6,10 @@ the protocol. fd 0 points at /dev/null. stdin is read on a daemon thread because
 anyio's file wrappers read on worker threads that a cancel cannot interrupt and that
 interpreter shutdown waits for: with them, SIGTERM could not end a server whose
 client still holds the pipe open.
+
+The SDK drops a line it cannot validate without a word, so a client that sent one
+would wait forever: each line is checked here first (``screen_line``) and a bad one
+answered with a JSON-RPC error, as the specification asks.
 """
 
 from __future__ import annotations
@@ -17,13 +21,15 @@ import sys
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, cast
+from typing import IO, Any, cast
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.stdio import stdio_server
+
+from vaultsearch.server.jsonrpc import screen_line
 
 
 class _Lines:
@@ -40,6 +46,22 @@ class _Lines:
             return await self._receive.receive()
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
+
+
+class _SharedOut:
+    """stdout for two writers, the SDK and the line screen; each writes whole lines."""
+
+    def __init__(self, out: io.TextIOWrapper) -> None:
+        self._out = out
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            return self._out.write(text)
+
+    def flush(self) -> None:
+        with self._lock:
+            self._out.flush()
 
 
 class StdioWire:
@@ -59,12 +81,21 @@ class StdioWire:
         return wire
 
     def _read(
-        self, send: MemoryObjectSendStream[str], token: anyio.lowlevel.EventLoopToken
+        self,
+        send: MemoryObjectSendStream[str],
+        token: anyio.lowlevel.EventLoopToken,
+        out: _SharedOut,
     ) -> None:
         stream = os.fdopen(self.fd_in, "rb", closefd=False)
         try:
             for raw in stream:
-                line = raw.decode("utf-8", "replace")
+                line, error = screen_line(raw)
+                if error is not None:
+                    out.write(error + "\n")
+                    out.flush()
+                    continue
+                if line is None:
+                    continue
                 anyio.from_thread.run_sync(send.send_nowait, line, token=token)
             anyio.from_thread.run_sync(send.close, token=token)
         except (anyio.RunFinishedError, anyio.ClosedResourceError, RuntimeError, OSError):
@@ -74,16 +105,21 @@ class StdioWire:
     async def streams(self) -> AsyncIterator[tuple[Any, Any]]:
         """The SDK's stdio transport over this wire: (read stream, write stream)."""
         send, receive = anyio.create_memory_object_stream[str](math.inf)
+        out = _SharedOut(
+            io.TextIOWrapper(
+                os.fdopen(self.fd_out, "wb", closefd=False), encoding="utf-8", newline="\n"
+            )
+        )
         reader = threading.Thread(
             target=self._read,
-            args=(send, anyio.lowlevel.current_token()),
+            args=(send, anyio.lowlevel.current_token(), out),
             name="vaultsearch-stdin",
             daemon=True,
         )
         reader.start()
-        out = io.TextIOWrapper(
-            os.fdopen(self.fd_out, "wb", closefd=False), encoding="utf-8", newline="\n"
-        )
         stdin = cast(anyio.AsyncFile[str], _Lines(receive))
-        async with stdio_server(stdin=stdin, stdout=anyio.wrap_file(out)) as (read, write):
+        async with stdio_server(stdin=stdin, stdout=anyio.wrap_file(cast(IO[str], out))) as (
+            read,
+            write,
+        ):
             yield read, write

@@ -1,0 +1,151 @@
+"""Every query string and every line on the wire gets results or a clear error."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.hostile_files import write_normal_notes
+from vaultsearch import Vault
+from vaultsearch.server.jsonrpc import INVALID_REQUEST, PARSE_ERROR, screen_line
+from vaultsearch.validtext import valid_strings, valid_text
+
+HOSTILE = ["\ud800", "a\ud800b", "\udfff\ud800", "\udcff", "\x00", "plums\x00", "x" * 50_000]
+HOSTILE += ["", "   ", '"unclosed', "(", "a AND", "-", "*", "title:", "\\", "\x1b[31m", "🍑"]
+
+
+def test_valid_text_replaces_only_lone_surrogates() -> None:
+    assert valid_text("a\ud800b") == "a\ufffdb"
+    assert valid_text("\ud83c\udf51") == "🍑"  # a pair, as a JSON escape gives it
+    assert valid_text("caf\udce9") == "caf\ufffd"  # argv byte that was not UTF-8
+    assert valid_text("plain") == "plain"
+    assert valid_strings({"k\ud800": ["\udfff", 1]}) == {"k\ufffd": ["\ufffd", 1]}
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [
+        (b"not json", PARSE_ERROR),
+        (b"{", PARSE_ERROR),
+        (b"[" * 50_000, PARSE_ERROR),
+        (b"[1, 2]", INVALID_REQUEST),
+        (b'"text"', INVALID_REQUEST),
+        (b'{"jsonrpc": "1.0", "id": 3, "method": "ping"}', INVALID_REQUEST),
+        (b'{"id": 4, "method": "ping"}', INVALID_REQUEST),
+        (b'{"jsonrpc": "2.0", "id": 5}', INVALID_REQUEST),
+        (b'{"jsonrpc": "2.0", "id": 6, "method": 7}', INVALID_REQUEST),
+        (b'{"jsonrpc": "2.0", "id": {}, "method": "ping"}', INVALID_REQUEST),
+        (b'{"jsonrpc": "2.0", "id": true, "method": "ping"}', INVALID_REQUEST),
+    ],
+)
+def test_malformed_lines_are_answered(line: bytes, code: int) -> None:
+    passed, error = screen_line(line)
+    assert passed is None and error is not None
+    reply = json.loads(error)
+    assert reply["error"]["code"] == code and reply["jsonrpc"] == "2.0"
+
+
+def test_a_valid_line_passes_cleaned() -> None:
+    line = b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"q": "\\ud800"}}'
+    passed, error = screen_line(line)
+    assert error is None and passed is not None
+    assert json.loads(passed)["params"]["q"] == "\ufffd"
+    assert screen_line(b"  \n") == (None, None)
+
+
+@pytest.fixture(scope="module")
+def small_vault(tmp_path_factory: pytest.TempPathFactory, embedder: object) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("wire") / "vault"
+    root.mkdir()
+    write_normal_notes(root)
+    index_dir = root.parent / "index"
+    Vault.open(root, index_dir=index_dir).index()
+    return root, index_dir
+
+
+def test_python_api_answers_every_string(small_vault: tuple[Path, Path]) -> None:
+    from vaultsearch.errors import VaultsearchError
+
+    root, index_dir = small_vault
+    vault = Vault.open(root, index_dir=index_dir)
+    for q in HOSTILE:
+        for mode in ("hybrid", "keyword", "semantic"):
+            try:
+                hits = vault.search(q, mode=mode, tags=[q] if q else None)
+            except VaultsearchError:
+                continue
+            assert isinstance(hits, list)
+    assert [h.path for h in vault.search("plums\ud800", mode="keyword")] == ["alpha.md"]
+
+
+def test_cli_takes_query_bytes_that_are_not_utf8(small_vault: tuple[Path, Path]) -> None:
+    root, index_dir = small_vault
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    cmd: list[str | bytes] = [sys.executable, "-m", "vaultsearch.cli", "search"]
+    cmd += ["--vault", str(root), "--index-dir", str(index_dir), "--mode", "hybrid", "--json"]
+    done = subprocess.run([*cmd, b"plums caf\xe9 \xff"], capture_output=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)[0]["path"] == "alpha.md"
+
+
+def test_stdio_server_answers_malformed_lines_and_keeps_serving(
+    small_vault: tuple[Path, Path],
+) -> None:
+    root, index_dir = small_vault
+    cmd = [sys.executable, "-m", "vaultsearch.cli", "mcp", str(root), "--index-dir"]
+    proc = subprocess.Popen(
+        [*cmd, str(index_dir), "--no-watch"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin and proc.stdout
+
+    def ask(line: bytes) -> dict[str, Any]:
+        assert proc.stdin and proc.stdout
+        proc.stdin.write(line + b"\n")
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], 120)
+        assert ready, f"no reply to {line[:60]!r}"
+        return dict(json.loads(proc.stdout.readline()))
+
+    try:
+        init = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        }
+        first = ask(
+            json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}).encode()
+        )
+        assert "result" in first
+        proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        assert ask(b"garbage")["error"]["code"] == PARSE_ERROR
+        assert ask(b"\xff\xfe\x00")["error"]["code"] == PARSE_ERROR
+        assert ask(b"[]")["error"]["code"] == INVALID_REQUEST
+        assert ask(b'{"jsonrpc": "2.0", "id": 2}') == {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "error": {"code": INVALID_REQUEST, "message": 'Invalid Request: no "method"'},
+        }
+        call = {"name": "search", "arguments": {"query": "plums \ud800", "mode": "semantic"}}
+        line = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call})
+        answer = ask(line.encode())
+        assert answer["id"] == 3 and not answer["result"].get("isError"), answer
+        assert answer["result"]["structuredContent"]["hits"][0]["path"] == "alpha.md"
+        assert ask(b'{"jsonrpc": "2.0", "id": 4, "method": "ping"}') == {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "result": {},
+        }
+    finally:
+        proc.stdin.close()
+        proc.wait(60)
+    assert b"Traceback" not in (proc.stderr.read() if proc.stderr else b"")
