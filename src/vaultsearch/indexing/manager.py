@@ -125,7 +125,7 @@ class IndexManager:
         self.embedder = embedder or Embedder(config.embedding)
         self.progress = progress or SilentProgress()
         self.lock = WriterLock(self.layout.lock)
-        self.derived = DerivedIndexes(self.layout, config, self.embedder.model_id)
+        self.derived = DerivedIndexes(self.layout, config, self.embedder.cache_key)
 
     # --- read-only questions -------------------------------------------------
     def scan(self) -> dict[str, FileInfo]:
@@ -353,7 +353,7 @@ class IndexManager:
 
         vectors.remove(removed_ids)
         vectors.add(
-            added_ids, catalog.vectors_by_ids(self.embedder.model_id, vectors.dim, added_ids)
+            added_ids, catalog.vectors_by_ids(self.embedder.cache_key, vectors.dim, added_ids)
         )
         keywords.delete_paths(stale_paths)
         keywords.add(docs)
@@ -418,14 +418,14 @@ class IndexManager:
         for p in prepared:
             for h, c in zip(p.hashes, p.chunks, strict=True):
                 wanted.setdefault(h, c.embed_text)
-        cached = catalog.cached_hashes(self.embedder.model_id, wanted)
+        cached = catalog.cached_hashes(self.embedder.cache_key, wanted)
         missing = [(h, t) for h, t in wanted.items() if h not in cached]
         for start in range(0, len(missing), EMBED_BATCH):
             part = missing[start : start + EMBED_BATCH]
             vecs = normalize(self.embedder.embed_texts([t for _, t in part]))
             with catalog.transaction():
                 catalog.put_embeddings(
-                    self.embedder.model_id, zip((h for h, _ in part), vecs, strict=True)
+                    self.embedder.cache_key, zip((h for h, _ in part), vecs, strict=True)
                 )
             summary.chunks_embedded += len(part)
             self.progress.advance(chunks=len(part))
