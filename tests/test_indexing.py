@@ -174,6 +174,11 @@ def test_manifest_is_deterministic_and_check_reports(vault: Vault) -> None:
     assert data["embedding"] == {
         "model": "sentence-transformers/all-MiniLM-L6-v2",
         "dimension": 384,
+        "fingerprint": {
+            "weights": vault.embedder.fingerprint.weights,
+            "runtime": "openvino",
+            "precision": "int8-static",
+        },
     }
     assert data["chunking"] == {"size": 1000, "overlap": 100}
     assert "generation" not in manifest and "last_indexed" not in manifest
