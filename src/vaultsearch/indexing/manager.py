@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from vaultsearch.config import Config
 from vaultsearch.embedding import Embedder, text_hash
 from vaultsearch.errors import IndexBusyError
@@ -313,7 +315,7 @@ class IndexManager:
                 summary.failed[ft.info.path] = result
             else:
                 prepared.append(result)
-        self._embed_missing(catalog, prepared, summary)
+        credited = self._embed_missing(catalog, prepared, summary, len(batch))
 
         removed_ids: list[int] = []
         added_ids: list[int] = []
@@ -358,7 +360,7 @@ class IndexManager:
         keywords.delete_paths(stale_paths)
         keywords.add(docs)
         self.derived.commit(catalog, vectors, keywords, generation, manifest, summary)
-        self.progress.advance(files=len(batch) + (len(plan.moved) if plan else 0))
+        self.progress.advance(files=len(batch) + (len(plan.moved) if plan else 0) - credited)
 
     def _apply_plan_moves(
         self, catalog: Catalog, plan: ChangePlan, removed_ids: list[int], summary: IndexSummary
@@ -410,25 +412,41 @@ class IndexManager:
         return _Prepared(ft, note, chunks, [text_hash(c.embed_text) for c in chunks], date)
 
     def _embed_missing(
-        self, catalog: Catalog, prepared: Sequence[_Prepared], summary: IndexSummary
-    ) -> None:
+        self, catalog: Catalog, prepared: Sequence[_Prepared], summary: IndexSummary, files: int
+    ) -> float:
         """Embed only texts the cache lacks; each sub-batch is committed at once, so an
-        interrupted run never pays for the same chunk again."""
+        interrupted run never pays for the same chunk again. The progress bar moves
+        after every model call, its files credited in proportion to the chunks embedded
+        (returned, so the commit credits the rest)."""
+        key = self.embedder.cache_key
         wanted: dict[str, str] = {}
         for p in prepared:
             for h, c in zip(p.hashes, p.chunks, strict=True):
                 wanted.setdefault(h, c.embed_text)
-        cached = catalog.cached_hashes(self.embedder.cache_key, wanted)
-        missing = [(h, t) for h, t in wanted.items() if h not in cached]
+        cached = catalog.cached_hashes(key, wanted)
+        # by length: each model call then pads its texts to nearly the same length
+        missing = sorted(((h, t) for h, t in wanted.items() if h not in cached), key=_text_len)
+        step = max(1, self.config.embedding.batch_size)
+        credited = 0.0
         for start in range(0, len(missing), EMBED_BATCH):
             part = missing[start : start + EMBED_BATCH]
-            vecs = normalize(self.embedder.embed_texts([t for _, t in part]))
+            vecs = []
+            for at in range(0, len(part), step):
+                piece = part[at : at + step]
+                vecs.append(self.embedder.embed_texts([t for _, t in piece]))
+                share = files * len(piece) / len(missing)
+                credited += share
+                self.progress.advance(files=share, chunks=len(piece))
             with catalog.transaction():
                 catalog.put_embeddings(
-                    self.embedder.cache_key, zip((h for h, _ in part), vecs, strict=True)
+                    key, zip((h for h, _ in part), normalize(np.vstack(vecs)), strict=True)
                 )
             summary.chunks_embedded += len(part)
-            self.progress.advance(chunks=len(part))
+        return credited
+
+
+def _text_len(item: tuple[str, str]) -> int:
+    return len(item[1])
 
 
 def _resolve_links(catalog: Catalog) -> None:
