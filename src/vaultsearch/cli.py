@@ -219,14 +219,18 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
+    from vaultsearch._runtime import reserve_core_for_queries
     from vaultsearch.indexing.watcher import watch_forever
 
+    reserve_core_for_queries()
     return watch_forever(_open(args))
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
+    from vaultsearch._runtime import reserve_core_for_queries
     from vaultsearch.server.app import run_server
 
+    reserve_core_for_queries()
     return run_server(
         _open(args), http=args.http, host=args.host, port=args.port, watch=not args.no_watch
     )
