@@ -12,16 +12,20 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vaultsearch import __version__
 from vaultsearch.errors import VaultsearchError, environment_error_sentence
-from vaultsearch.vault import Vault
+
+if TYPE_CHECKING:
+    from vaultsearch.vault import Vault
 
 Handler = Callable[[argparse.Namespace], int]
 
 
 def _open(args: argparse.Namespace, vault: str | None = None) -> Vault:
+    from vaultsearch.vault import Vault
+
     return Vault.open(vault or args.vault or ".", index_dir=args.index_dir, config=args.config)
 
 
