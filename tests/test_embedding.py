@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -141,3 +142,22 @@ def test_switching_runtime_rebuilds_and_switching_back_reuses_the_cache(
         summary = vault.index()
         assert summary.rebuild_reasons and summary.chunks_embedded == 0
         assert vault.search("owls at night", top_k=1)[0].path == "owls.md"
+
+
+def test_compiled_model_is_cached_per_user(tmp_path: Path) -> None:
+    """A second process loads the compiled model from the user's cache, not compiling it."""
+    code = (
+        "from vaultsearch.config import EmbeddingConfig\n"
+        "from vaultsearch.embedding import Embedder\n"
+        "print(Embedder(EmbeddingConfig()).embed_query('owls').shape[0])\n"
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+        assert out.returncode == 0 and out.stdout.strip() == "384", out.stderr[-2000:]
+    assert list((tmp_path / "vaultsearch" / "openvino").glob("*.blob"))
+    unwritable = tmp_path / "file-not-folder"
+    unwritable.write_text("")
+    env["XDG_CACHE_HOME"] = str(unwritable)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0 and out.stdout.strip() == "384", out.stderr[-2000:]
