@@ -1,26 +1,41 @@
 # The two commands of the README are `make demo` and `make test`; both install first.
-PYTHON ?= python3
-VENV   ?= .venv
-BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
-QUERY  ?= how does vaultsearch decide that a rebuild is needed
+# Two virtualenvs: .venv-demo holds exactly the default install (OpenVINO, no torch), so the
+# demo shows what a user gets; .venv holds both backends and the dev tools, for the tests.
+PYTHON    ?= python3
+VENV      ?= .venv
+BIN       := $(VENV)/bin
+STAMP     := $(VENV)/.installed
+DEMO_VENV ?= .venv-demo
+DEMO_BIN  := $(DEMO_VENV)/bin
+QUERY     ?= how does vaultsearch decide that a rebuild is needed
+# The CPU build of torch for the huggingface extra, installed before it. Here pip's
+# configuration finds this machine's CPU wheel; on an ordinary machine pass PyTorch's CPU
+# index, e.g. make test TORCH_INDEX="--index-url https://download.pytorch.org/whl/cpu"
+TORCH       ?= torch==2.13.0
+TORCH_INDEX ?=
 
-.PHONY: setup demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-tune clean
+.PHONY: setup setup-demo demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-tune bench-embedding clean
 
 setup: $(STAMP)
 
-# torch is installed on its own first and pinned: the CPU build 2.13.0 is what this
-# machine has; letting a dependency pull torch would fetch GBs of CUDA packages.
+setup-demo: $(DEMO_VENV)/.installed
+
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet $(TORCH_INDEX) $(TORCH)
+	$(BIN)/pip install --quiet -e '.[huggingface,dev]'
 	touch $(STAMP)
 
-demo: setup
-	$(BIN)/vaultsearch index docs --index-dir index
-	$(BIN)/vaultsearch search "$(QUERY)" --vault docs --index-dir index --top-k 5
+$(DEMO_VENV)/.installed: pyproject.toml
+	test -x $(DEMO_BIN)/python || $(PYTHON) -m venv $(DEMO_VENV)
+	$(DEMO_BIN)/pip install --quiet --upgrade pip
+	$(DEMO_BIN)/pip install --quiet -e .
+	touch $@
+
+demo: setup-demo
+	$(DEMO_BIN)/vaultsearch index docs --index-dir index
+	$(DEMO_BIN)/vaultsearch search "$(QUERY)" --vault docs --index-dir index --top-k 5
 
 index: setup
 	$(BIN)/vaultsearch index docs --index-dir index --config config.toml.example
@@ -31,7 +46,7 @@ test: setup check
 check: setup
 	$(BIN)/python scripts/check
 
-bench: bench-index bench-quality bench-latency bench-mcp bench-live
+bench: bench-index bench-quality bench-latency bench-mcp bench-live bench-embedding
 
 bench-index: setup
 	$(BIN)/python bench/index_vault.py
@@ -54,5 +69,8 @@ bench-reliability: setup
 bench-tune: setup
 	$(BIN)/python bench/tune.py
 
+bench-embedding: setup
+	$(BIN)/python bench/embedding_runtime.py
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(DEMO_VENV) .pytest_cache .mypy_cache .ruff_cache

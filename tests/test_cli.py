@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import write_files
 from vaultsearch import __version__
 from vaultsearch.cli import main
-from vaultsearch.embedding import bundled_model_path
+from vaultsearch.embedding.locate import RUNTIME_MODEL_DIR
 
 NOTES: dict[str, str | bytes] = {
     "a.md": "---\ntags: [demo]\n---\n# Alpha\n\nAlpha talks about rivers. See [[b]].\n",
@@ -71,7 +71,7 @@ def test_check_reports_field_and_incremental(
     assert code == 1 and "rebuild needed" in out and "chunking.size: 1000 -> 500" in out
 
     config.write_text(f'[embedding]\nmodel = "{vault.parent / "model-copy"}"\n')
-    shutil.copytree(bundled_model_path(), vault.parent / "model-copy")
+    shutil.copytree(RUNTIME_MODEL_DIR, vault.parent / "model-copy")
     code, out, _ = run(capsys, "index", str(vault), "--check", "--config", str(config))
     assert code == 1 and "embedding.model" in out
 
@@ -98,7 +98,7 @@ def test_model_path_wrong(vault: Path, capsys: pytest.CaptureFixture[str]) -> No
 
 def test_index_built_by_another_model(vault: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(capsys, "index", str(vault), "--quiet")[0] == 0
-    shutil.copytree(bundled_model_path(), vault.parent / "model-copy")
+    shutil.copytree(RUNTIME_MODEL_DIR, vault.parent / "model-copy")
     config = vault.parent / "other.toml"
     config.write_text(f'[embedding]\nmodel = "{vault.parent / "model-copy"}"\n')
     code, _, err = run(capsys, "search", "rivers", "--vault", str(vault), "--config", str(config))

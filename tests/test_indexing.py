@@ -173,6 +173,11 @@ def test_manifest_is_deterministic_and_check_reports(vault: Vault) -> None:
     assert data["embedding"] == {
         "model": "sentence-transformers/all-MiniLM-L6-v2",
         "dimension": 384,
+        "fingerprint": {
+            "weights": vault.embedder.fingerprint.weights,
+            "runtime": "openvino",
+            "precision": "int8-static",
+        },
     }
     assert data["chunking"] == {"size": 1000, "overlap": 100}
     assert "generation" not in manifest and "last_indexed" not in manifest
@@ -239,3 +244,34 @@ def test_dendron_label_first_links_become_edges(write_vault: WriteVault, embedde
         "dendron.topic.other.md",
     }
     assert v.status()["unresolved_links"] == 0
+
+
+class _Recorder:
+    """Keeps every progress event, to see the bar move while chunks are embedded."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.events: list[tuple[float, int]] = []
+
+    def start(self, files: int) -> None:
+        self.total = files
+
+    def advance(self, files: float = 0, chunks: int = 0) -> None:
+        self.events.append((files, chunks))
+
+    def finish(self) -> None:
+        pass
+
+
+def test_progress_moves_per_embedded_chunk(write_vault: WriteVault, embedder: object) -> None:
+    long = "\n\n".join(f"## Part {i}\n\n" + "Words about rivers and owls. " * 30 for i in range(12))
+    root = write_vault({f"n{i}.md": f"# Note {i}\n\n{long}" for i in range(4)})
+    recorder = _Recorder()
+    with Vault.open(root) as vault:
+        summary = vault.index(progress=recorder)
+    per_call = [e for e in recorder.events if e[1] > 0]
+    batch = vault.config.embedding.batch_size
+    assert len(per_call) == -(-summary.chunks_embedded // batch) > 1
+    assert all(0 < files < recorder.total for files, _ in per_call)
+    assert sum(c for _, c in recorder.events) == summary.chunks_embedded
+    assert sum(f for f, _ in recorder.events) == pytest.approx(recorder.total)

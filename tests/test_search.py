@@ -232,6 +232,7 @@ def test_search_without_index_says_how_to_fix(tmp_path: Path) -> None:
 def test_reranker_orders_the_head_by_cross_encoder_score(vault: Vault) -> None:
     """No cross-encoder ships here, so the bundled encoder stands in (with an untrained
     scoring head): what is checked is the wiring, not the quality."""
+    pytest.importorskip("sentence_transformers", reason="rerankers need the huggingface extra")
     from vaultsearch.embedding import bundled_model_path
 
     reranked = _with(vault, reranker=str(bundled_model_path()), rerank_top=3)

@@ -6,6 +6,8 @@
 >>> vault.search("how is a rebuild decided") # doctest: +SKIP
 """
 
+from typing import TYPE_CHECKING, Any
+
 from vaultsearch.config import Config, load_config
 from vaultsearch.errors import (
     ConfigError,
@@ -18,11 +20,32 @@ from vaultsearch.errors import (
     VaultNotFoundError,
     VaultsearchError,
 )
-from vaultsearch.indexing.manager import IndexCheck, IndexSummary
 from vaultsearch.models import Hit
-from vaultsearch.vault import Vault
+
+if TYPE_CHECKING:
+    from vaultsearch.indexing.manager import IndexCheck, IndexSummary
+    from vaultsearch.vault import Vault
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "Vault": "vaultsearch.vault",
+    "IndexCheck": "vaultsearch.indexing.manager",
+    "IndexSummary": "vaultsearch.indexing.manager",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """``Vault`` and the index types load FAISS, Tantivy and NetworkX: imported on first
+    use, so ``vaultsearch --version`` and ``from vaultsearch.errors import ...`` stay cold."""
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'vaultsearch' has no attribute {name!r}")
+
 
 __all__ = [
     "Config",

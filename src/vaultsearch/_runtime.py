@@ -26,3 +26,24 @@ def cpu_supports_bf16() -> bool:
     except OSError:
         pass
     return False
+
+
+_serving = False
+
+
+def reserve_core_for_queries() -> None:
+    """Called by processes that answer queries while they index (mcp, watch): the
+    embedder then leaves one core free so a search never waits behind a batch."""
+    global _serving
+    _serving = True
+
+
+def embedding_threads(configured: int) -> int:
+    """``embedding.threads``, or 0 = every core, one fewer in a serving process."""
+    if configured:
+        return configured
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, cores - 1) if _serving else cores

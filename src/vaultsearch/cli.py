@@ -12,16 +12,20 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vaultsearch import __version__
 from vaultsearch.errors import VaultsearchError, environment_error_sentence
-from vaultsearch.vault import Vault
+
+if TYPE_CHECKING:
+    from vaultsearch.vault import Vault
 
 Handler = Callable[[argparse.Namespace], int]
 
 
 def _open(args: argparse.Namespace, vault: str | None = None) -> Vault:
+    from vaultsearch.vault import Vault
+
     return Vault.open(vault or args.vault or ".", index_dir=args.index_dir, config=args.config)
 
 
@@ -223,14 +227,18 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
+    from vaultsearch._runtime import reserve_core_for_queries
     from vaultsearch.indexing.watcher import watch_forever
 
+    reserve_core_for_queries()
     return watch_forever(_open(args))
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
+    from vaultsearch._runtime import reserve_core_for_queries
     from vaultsearch.server.app import run_server
 
+    reserve_core_for_queries()
     return run_server(
         _open(args),
         http=args.http,

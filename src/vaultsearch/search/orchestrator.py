@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from vaultsearch.config import Config
-from vaultsearch.embedding import Embedder
+from vaultsearch.embedding import Embedder, PairScorer, load_reranker
 from vaultsearch.errors import IndexIncompatibleError, QueryError
 from vaultsearch.models import Hit
 from vaultsearch.search.filters import SearchFilters
@@ -56,7 +56,7 @@ class QueryOrchestrator:
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="vaultsearch-query")
         self._lock = threading.Lock()
         self._snapshot: Snapshot | None = None
-        self._reranker: Any = None
+        self._reranker: PairScorer | None = None
         self.last_timings: dict[str, float] = {}
 
     # --- index generations ------------------------------------------------------
@@ -229,7 +229,7 @@ class QueryOrchestrator:
         head, tail = candidates[: s.rerank_top], candidates[s.rerank_top :]
         rows = snap.chunk_rows([c.chunks[0] for c in head])
         pairs = [(parsed.text, rows[c.chunks[0]].text) for c in head]
-        scores = [float(s) for s in model.predict(pairs)]
+        scores = model.predict(pairs)
         for c, score in zip(head, scores, strict=True):
             c.explain["rerank"] = round(score, 6)
             c.explain["fused"] = round(c.score, 6)
@@ -238,14 +238,9 @@ class QueryOrchestrator:
         head.sort(key=lambda c: (-c.score, snap.notes[c.note_id].path))
         return head + tail
 
-    def _load_reranker(self) -> Any:
+    def _load_reranker(self) -> PairScorer:
         if self._reranker is None:
-            import os
-
-            os.environ["HF_HUB_OFFLINE"] = "1"
-            from sentence_transformers import CrossEncoder
-
-            self._reranker = CrossEncoder(self.config.search.reranker, device="cpu")
+            self._reranker = load_reranker(self.config.search.reranker)
         return self._reranker
 
     def _hits(

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from vaultsearch.config import Config
-from vaultsearch.embedding import model_dimension, model_id
+from vaultsearch.embedding import fingerprint, model_dimension, model_id
+from vaultsearch.errors import ModelLoadError
 from vaultsearch.store.atomic import atomic_write_json
 from vaultsearch.store.keywords import tokenizer_name
 from vaultsearch.store.layout import MANIFEST_NAME, STATE_NAME
@@ -29,13 +30,22 @@ def expected_manifest(config: Config, dimension: int | None = None) -> dict[str,
             "model": model_id(config.embedding.model),
             "dimension": dimension
             if dimension is not None
-            else model_dimension(config.embedding.model),
+            else model_dimension(config.embedding.model, config.embedding.backend),
+            "fingerprint": _fingerprint(config),
         },
         # a list, not a table: the first matching glob wins, so order shapes the index
         "parsers": [[glob, name] for glob, name in config.parsers.items()],
         "chunking": {"size": config.chunking.size, "overlap": config.chunking.overlap},
         "keyword": {"tokenizer": tokenizer_name(config.keyword.stemming)},
     }
+
+
+def _fingerprint(config: Config) -> dict[str, str] | None:
+    """Weights, runtime and precision: vectors made otherwise are not interchangeable."""
+    try:
+        return fingerprint(config.embedding).to_dict()
+    except ModelLoadError:
+        return None  # a missing model is reported, with its fix, when it is loaded
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:

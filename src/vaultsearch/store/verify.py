@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vaultsearch.config import Config
-from vaultsearch.embedding import model_dimension, model_id
+from vaultsearch.embedding import Fingerprint, fingerprint, model_dimension, model_id
+from vaultsearch.errors import VaultsearchError
 from vaultsearch.store.catalog import open_catalog_for_reading
 from vaultsearch.store.derived import DERIVED, DerivedSettings
 from vaultsearch.store.keywords import tokenizer_name
@@ -50,10 +51,27 @@ def settings_of(generation: Generation, config: Config) -> DerivedSettings:
     keyword = manifest.get("keyword") or {}
     tokenizer = keyword.get("tokenizer") or tokenizer_name(config.keyword.stemming)
     return DerivedSettings(
-        str(embedding.get("model") or model_id(config.embedding.model)),
-        int(embedding.get("dimension") or model_dimension(config.embedding.model) or 384),
+        _embedding_key(embedding, config),
+        int(
+            embedding.get("dimension")
+            or model_dimension(config.embedding.model, config.embedding.backend)
+            or 384
+        ),
         tokenizer == tokenizer_name(True),
     )
+
+
+def _embedding_key(embedding: dict[str, Any], config: Config) -> str:
+    recorded = embedding.get("fingerprint")
+    if isinstance(recorded, dict) and embedding.get("model"):
+        try:
+            return Fingerprint(str(embedding["model"]), **recorded).key
+        except TypeError:
+            pass
+    try:
+        return fingerprint(config.embedding).key
+    except VaultsearchError:
+        return model_id(config.embedding.model)
 
 
 def verify_store(layout: IndexLayout, config: Config) -> CheckReport:

@@ -18,7 +18,8 @@ from vaultsearch.store.layout import Generation
 
 @dataclass(frozen=True, slots=True)
 class DerivedSettings:
-    model_id: str
+    embedding_key: str
+    """The key its vectors are cached under in the catalog (the model fingerprint)."""
     dimension: int
     stemming: bool
 

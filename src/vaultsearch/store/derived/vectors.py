@@ -35,7 +35,7 @@ class VectorPart:
             return False
         self.index.remove(extra)
         self.index.add(
-            missing, catalog.vectors_by_ids(self.settings.model_id, self.index.dim, missing)
+            missing, catalog.vectors_by_ids(self.settings.embedding_key, self.index.dim, missing)
         )
         return True
 
@@ -43,7 +43,7 @@ class VectorPart:
         self.index.remove(batch.removed_chunks)
         ids = list(batch.added_chunks)
         self.index.add(
-            ids, batch.catalog.vectors_by_ids(self.settings.model_id, self.index.dim, ids)
+            ids, batch.catalog.vectors_by_ids(self.settings.embedding_key, self.index.dim, ids)
         )
 
     def commit(self, catalog: Catalog) -> dict[str, int]:
@@ -76,7 +76,7 @@ class VectorPart:
         """The file a writer would have written for these ids in this order: any changed
         byte of the real one (a vector, an id, the header) differs from it."""
         fresh = VectorIndex(self.settings.dimension)
-        fresh.add(ids, catalog.vectors_by_ids(self.settings.model_id, fresh.dim, ids))
+        fresh.add(ids, catalog.vectors_by_ids(self.settings.embedding_key, fresh.dim, ids))
         return fresh.serialized()
 
     def reader(self) -> Any:

@@ -1,0 +1,124 @@
+"""``Embedder``: the one object the indexer and the searcher hold, whatever runs the model.
+
+Loading is lazy and happens once per model and process (``shared``), so keyword
+search, status and the MCP handshake never import a runtime, and several vaults in
+one process pay for one load. The backend is chosen from the configuration by
+``locate.backend_name``; its fingerprint is known before it loads.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, ClassVar
+
+from vaultsearch._runtime import embedding_threads
+from vaultsearch.config import EmbeddingConfig
+from vaultsearch.embedding.contract import EmbeddingBackend, Fingerprint
+from vaultsearch.embedding.locate import (
+    backend_name,
+    fingerprint,
+    model_dimension,
+    model_id,
+    runtime_model_folder,
+    use_bf16,
+)
+from vaultsearch.errors import ModelLoadError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+_FIX = "set embedding.model to a local model folder, or to 'default' for the bundled model"
+
+
+class Embedder:
+    """Thread-safe and lazily loaded; vectors are unit length, float32."""
+
+    _shared: ClassVar[dict[tuple[object, ...], Embedder]] = {}
+    _shared_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    @classmethod
+    def shared(cls, config: EmbeddingConfig) -> Embedder:
+        key = (config, embedding_threads(config.threads))
+        with cls._shared_lock:
+            if key not in cls._shared:
+                cls._shared[key] = cls(config)
+            return cls._shared[key]
+
+    def __init__(self, config: EmbeddingConfig) -> None:
+        self.config = config
+        self.model_id = model_id(config.model)
+        self.backend_name = backend_name(config)
+        self._backend: EmbeddingBackend | None = None
+        self._fingerprint: Fingerprint | None = None
+        self._lock = threading.Lock()
+        self._dim: int | None = model_dimension(config.model, config.backend)
+
+    @property
+    def loaded(self) -> bool:
+        return self._backend is not None
+
+    @property
+    def threads(self) -> int:
+        return embedding_threads(self.config.threads)
+
+    @property
+    def fingerprint(self) -> Fingerprint:
+        """Known without loading the model (it is read from files)."""
+        if self._fingerprint is None:
+            self._fingerprint = fingerprint(self.config)
+        return self._fingerprint
+
+    @property
+    def cache_key(self) -> str:
+        """What cached embeddings are stored under: vectors of equal keys are interchangeable."""
+        return self.fingerprint.key
+
+    @property
+    def dimension(self) -> int:
+        if self._dim is None:
+            self._dim = self._load().dimension
+        return self._dim
+
+    def _load(self) -> EmbeddingBackend:
+        with self._lock:
+            if self._backend is None:
+                self._backend = self._open()
+                self._dim = self._backend.dimension
+            return self._backend
+
+    def _open(self) -> EmbeddingBackend:
+        try:
+            if self.backend_name == "openvino":
+                from vaultsearch.embedding.openvino_backend import OpenVinoBackend
+
+                return OpenVinoBackend(
+                    runtime_model_folder(self.config),
+                    self.model_id,
+                    self.fingerprint,
+                    threads=self.threads,
+                    bf16=use_bf16(self.config),
+                    batch_size=self.config.batch_size,
+                )
+            from vaultsearch.embedding.huggingface import HuggingFaceBackend
+
+            return HuggingFaceBackend(self.config, self.model_id, self.fingerprint, self.threads)
+        except ModelLoadError:
+            raise
+        except Exception as exc:
+            raise ModelLoadError(
+                f"The embedding model '{self.config.model}' could not be loaded by the "
+                f"{self.backend_name} backend "
+                f"({type(exc).__name__}: {str(exc).splitlines()[0][:200]}).",
+                fix=_FIX,
+            ) from exc
+
+    def embed_texts(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            import numpy as np
+
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return self._load().embed_documents(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        backend = self._backend if self._backend is not None else self._load()
+        return backend.embed_query(text)
