@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 QUERY  ?= how does vaultsearch decide that a rebuild is needed
 
-.PHONY: setup demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-tune clean
+.PHONY: setup demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-tune bench-vault-quality clean
 
 setup: $(STAMP)
 
@@ -31,7 +31,7 @@ test: setup check
 check: setup
 	$(BIN)/python scripts/check
 
-bench: bench-index bench-quality bench-latency bench-mcp bench-live
+bench: bench-index bench-quality bench-latency bench-mcp bench-live bench-vault-quality
 
 bench-index: setup
 	$(BIN)/python bench/index_vault.py
@@ -50,6 +50,9 @@ bench-live: setup
 
 bench-tune: setup
 	$(BIN)/python bench/tune.py
+
+bench-vault-quality: setup
+	$(BIN)/python bench/vault_quality.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
