@@ -20,7 +20,8 @@ import numpy as np
 FRONTMATTER = re.compile(r"\A---\r?\n(.*?)\r?\n---\r?\n", re.S)
 TITLE_FIELD = re.compile(r"^title:\s*['\"]?(.*?)['\"]?\s*$", re.M)
 WORD = re.compile(r"\w+")
-CHUNK_WORDS = 200
+CHUNK_WORDS = 150
+"""About 200 word pieces: under MiniLM's 256-token limit, so no chunk is silently truncated."""
 RRF_K = 60
 DEPTH = 100
 

@@ -27,7 +27,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import CACHE, SHARED, mean, percentile, prepared_vault, require, write_section
 from judged_set import KINDS, VAULTS, JudgedQuery, load_judged
-from plain_baselines import PlainBM25, PlainChunkVectors, bundled_minilm, read_notes, rrf
+from plain_baselines import (
+    CHUNK_WORDS,
+    PlainBM25,
+    PlainChunkVectors,
+    bundled_minilm,
+    read_notes,
+    rrf,
+)
 from vaultsearch import Vault
 from vaultsearch.config import Config, load_config
 from vaultsearch.evaluation import mrr_at_k, ndcg_at_k
@@ -154,6 +161,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--config", help="a config.toml to evaluate instead of the defaults")
     parser.add_argument("--no-baselines", action="store_true")
+    parser.add_argument(
+        "--before",
+        metavar="LABEL",
+        help="write a separate, frozen section (e.g. 'main at 49d85aa') that later runs keep",
+    )
     args = parser.parse_args()
     config = load_config(args.config)
     systems = [f"vaultsearch {mode}" for mode in MODES]
@@ -185,11 +197,20 @@ def main() -> None:
         "written and graded: `bench/judged/METHOD.md`). Each query runs through "
         "`Vault.search`, top 10 notes; the plain baselines are built in the same run "
         "without vaultsearch code (`bench/plain_baselines.py`: Tantivy English-stemmed "
-        "BM25 over title + body, MiniLM over 200-word paragraph chunks max-pooled per note, "
+        "BM25 over title + body, "
+        f"MiniLM over {CHUNK_WORDS}-word paragraph chunks max-pooled per note, "
         f"RRF k=60 of the two). Configuration: {config.source}. Load average at the end: "
         f"{' '.join(load)}.\n\n" + "\n\n".join(sections)
     )
-    write_section("vault-quality", "Judged vault queries", body)
+    if args.before:
+        write_section(
+            "vault-quality-before",
+            f"Judged vault queries, before ({args.before})",
+            body,
+            command=f"bench/vault_quality.py --before '{args.before}'",
+        )
+    else:
+        write_section("vault-quality", "Judged vault queries", body)
 
 
 if __name__ == "__main__":
