@@ -14,7 +14,7 @@ QUERY     ?= how does vaultsearch decide that a rebuild is needed
 TORCH       ?= torch==2.13.0
 TORCH_INDEX ?=
 
-.PHONY: setup setup-demo demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-tune bench-embedding clean
+.PHONY: setup setup-demo demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-tune bench-embedding bench-vault-quality clean
 
 setup: $(STAMP)
 
@@ -46,7 +46,7 @@ test: setup check
 check: setup
 	$(BIN)/python scripts/check
 
-bench: bench-index bench-quality bench-latency bench-mcp bench-live bench-embedding
+bench: bench-index bench-quality bench-latency bench-mcp bench-live bench-embedding bench-vault-quality
 
 bench-index: setup
 	$(BIN)/python bench/index_vault.py
@@ -71,6 +71,9 @@ bench-tune: setup
 
 bench-embedding: setup
 	$(BIN)/python bench/embedding_runtime.py
+
+bench-vault-quality: setup
+	$(BIN)/python bench/vault_quality.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_VENV) .pytest_cache .mypy_cache .ruff_cache

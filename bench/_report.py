@@ -57,11 +57,11 @@ def mean(values: list[float]) -> float:
     return statistics.fmean(values) if values else float("nan")
 
 
-def write_section(name: str, title: str, body: str) -> None:
+def write_section(name: str, title: str, body: str, command: str | None = None) -> None:
     stamp = datetime.now(UTC).strftime("%Y-%m-%d")
     block = (
         f"<!-- bench:{name} -->\n## {title}\n\n"
-        f"Measured {stamp} on {machine()}. Command: `make bench-{name}`.\n\n"
+        f"Measured {stamp} on {machine()}. Command: `{command or f'make bench-{name}'}`.\n\n"
         f"{body.strip()}\n<!-- /bench:{name} -->"
     )
     text = DOC.read_text(encoding="utf-8") if DOC.exists() else _doc_header()

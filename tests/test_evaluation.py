@@ -11,6 +11,7 @@ from vaultsearch.evaluation import (
     load_corpus,
     load_qrels,
     load_queries,
+    mrr_at_k,
     ndcg_at_k,
     note_filename,
     recall_at_k,
@@ -44,6 +45,20 @@ def test_ndcg_no_relevant_retrieved_is_zero() -> None:
     assert ndcg_at_k(["x", "y"], {"a": 1}) == 0.0
     assert ndcg_at_k([], {"a": 1}) == 0.0
     assert ndcg_at_k(["a"], {"a": 0}) == 0.0
+
+
+def test_mrr_is_the_reciprocal_rank_of_the_first_relevant_note() -> None:
+    assert mrr_at_k(["x", "y", "a", "b"], {"a": 1, "b": 2}) == pytest.approx(1 / 3)
+    assert mrr_at_k(["b", "a"], {"a": 2, "b": 1}) == 1.0
+    assert mrr_at_k(["x", "a"], {"a": 0, "x": 0}) == 0.0
+
+
+def test_mrr_counts_a_repeated_id_once_and_stops_at_k() -> None:
+    assert mrr_at_k(["x", "x", "a"], {"a": 1}) == pytest.approx(1 / 2)
+    assert mrr_at_k([f"n{i}" for i in range(10)] + ["a"], {"a": 1}, k=10) == 0.0
+    assert mrr_at_k([f"n{i}" for i in range(9)] + ["a"], {"a": 1}, k=10) == pytest.approx(0.1)
+    with pytest.raises(ValueError):
+        mrr_at_k(["a"], {"a": 1}, k=0)
 
 
 def test_ndcg_ignores_ranks_past_cutoff() -> None:

@@ -158,6 +158,19 @@ def recall_at_k(ranked_ids: Sequence[str], relevant: Mapping[str, int], k: int =
     return found / len(targets)
 
 
+def mrr_at_k(ranked_ids: Sequence[str], relevant: Mapping[str, int], k: int = 10) -> float:
+    """Reciprocal rank of the first relevant document within the top k, as trec_eval's
+    ``recip_rank`` cut at k: any positive grade counts, a miss scores 0.
+
+    nDCG rewards a good whole list; MRR answers the vault user's question of how far
+    down the one note they wanted sits.
+    """
+    for rank, doc_id in enumerate(_unique_top_k(ranked_ids, k), start=1):
+        if relevant.get(doc_id, 0) > 0:
+            return 1.0 / rank
+    return 0.0
+
+
 def evaluate(
     run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]]
 ) -> dict[str, float]:
