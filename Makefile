@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 QUERY  ?= how does vaultsearch decide that a rebuild is needed
 
-.PHONY: setup demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-tune clean
+.PHONY: setup demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-tune bench-reliability-store clean
 
 setup: $(STAMP)
 
@@ -41,6 +41,9 @@ bench-quality: setup
 
 bench-latency: setup
 	$(BIN)/python bench/latency.py
+
+bench-reliability-store: setup
+	$(BIN)/python bench/reliability_store.py
 
 bench-mcp: setup
 	$(BIN)/python bench/mcp_latency.py
