@@ -490,7 +490,7 @@ def probe(root: Path, index_dir: Path, env: dict[str, str], user: str | None) ->
 # --- the report ------------------------------------------------------------------------
 def report(results: dict[str, object], args: argparse.Namespace) -> str:
     load = Path("/proc/loadavg").read_text().split()[:3]
-    lines = [f"Load average at the end: {' '.join(load)} (2 cores shared with other jobs).", ""]
+    lines = [f"Load average when reported: {' '.join(load)} (2 cores shared with other jobs).", ""]
     k = results["kills"]
     rows = k["rows"]  # type: ignore[index]
     lines += [
@@ -575,7 +575,13 @@ def main() -> int:
         results: dict[str, object] = {}
         for path in args.report_from:
             results.update(json.loads(path.read_text(encoding="utf-8")))
-        write_section("reliability-store", "Reliability: the store", report(results, args))
+        parts = ", ".join(f"`{p.parent.name}/{p.name}`" for p in args.report_from)
+        body = report(results, args) + (
+            f"\n\nMerged from the results of separate runs ({parts}); a later file's sections"
+            " replace an earlier one's. The damage row is from a run after the state file got"
+            " its checksum; the run before it missed one bit flip in Tantivy's meta.json."
+        )
+        write_section("reliability-store", "Reliability: the store", body)
         return 0
     only = set(args.only.split(",")) if args.only else set(SECTIONS)
     work = args.work or Path(tempfile.mkdtemp(prefix="vaultsearch-reliability-"))
