@@ -14,7 +14,7 @@ QUERY     ?= how does vaultsearch decide that a rebuild is needed
 TORCH       ?= torch==2.13.0
 TORCH_INDEX ?=
 
-.PHONY: setup setup-demo demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-tune bench-embedding bench-vault-quality clean
+.PHONY: setup setup-demo demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-reliability-store bench-tune bench-embedding bench-vault-quality clean
 
 setup: $(STAMP)
 
@@ -56,6 +56,9 @@ bench-quality: setup
 
 bench-latency: setup
 	$(BIN)/python bench/latency.py
+
+bench-reliability-store: setup
+	$(BIN)/python bench/reliability_store.py
 
 bench-mcp: setup
 	$(BIN)/python bench/mcp_latency.py

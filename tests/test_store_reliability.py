@@ -319,3 +319,25 @@ def test_a_read_only_mount_is_searched_and_checked(indexed: tuple[Path, Path]) -
         assert code == 2
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_an_index_of_the_older_format_is_rebuilt_with_its_embeddings(
+    tmp_path: Path, embedder: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An index from before generations (catalog at the top of the folder) is rebuilt
+    into a generation reusing its vectors, even with no per-user cache."""
+    monkeypatch.setenv("VAULTSEARCH_CACHE_DIR", "off")
+    root = write_files(tmp_path / "vault", notes(6))
+    index_dir = tmp_path / "index"
+    with Vault.open(root, index_dir=index_dir) as vault:
+        assert vault.index().chunks_embedded == 6
+    layout = IndexLayout(index_dir)
+    shutil.copyfile(layout.live.catalog, layout.legacy_catalog)
+    shutil.rmtree(layout.generations)
+    layout.pointer.unlink()
+    with Vault.open(root, index_dir=index_dir) as vault:
+        assert "older format" in vault.check().reasons[0]
+        summary = vault.index()
+        assert summary.added == 6 and summary.chunks_embedded == 0
+        assert vault.manager().verify().ok
+    assert not layout.legacy_catalog.exists()

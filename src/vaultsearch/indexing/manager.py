@@ -155,6 +155,10 @@ class IndexManager:
         expected = expected_manifest(self.config)
         current = self.layout.current()
         if current is None or not current.catalog.is_file():
+            if self.layout.legacy_catalog.is_file():
+                return IndexCheck(
+                    "rebuild", ["an index of an older format: rebuilt reusing its embeddings"]
+                )
             return IndexCheck("rebuild", ["no index has been built yet"])
         changes = manifest_differences(read_manifest(current.root), expected)
         if changes:

@@ -270,7 +270,8 @@ class _Reporter:
         changed = sum(s.get(k, 0) for k in ("added", "updated", "moved", "removed"))
         if not (changed or s.get("failed") or s.get("repaired") or first):
             return
-        generation = (read_state(self.vault.index_dir) or {}).get("generation")
+        live = self.vault.layout.current()
+        generation = (read_state(live.root) or {}).get("generation") if live else None
         _say(
             f"indexed: {s.get('added', 0)} added, {s.get('updated', 0)} updated, "
             f"{s.get('moved', 0)} moved, {s.get('removed', 0)} removed, "

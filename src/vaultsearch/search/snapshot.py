@@ -1,15 +1,11 @@
-"""One committed index generation, opened for reading.
+"""One published index generation, opened for reading.
 
-A reader holds the live generation (a shared lock, so the writer keeps its files)
-and a snapshot of it until the writer publishes a new generation (the pointer file
-changes) or commits to this one (its state file is replaced last, so its change is
-the signal), then opens the next one.
-
-The writer may be committing the generation after that while a reader opens: its
-catalog transaction lands first, then FAISS, Tantivy and the graph. So a snapshot
-loads the derived indexes first and the catalog last, and is only taken when the
-catalog's generation is still the one the state file named (with the counts the
-state recorded): then nothing it loaded can be from a half-written generation.
+A reader holds the live generation (a shared lock on its ``readers.lock``, so the
+writer keeps its files) until the writer publishes a new one (the pointer file
+``CURRENT`` changes), then opens that at the next query. A published generation is
+never written again, so what a snapshot loads is always one whole state; the check
+that the catalog's commit equals the state file's, and the short wait, only guard
+against a folder someone changed by hand.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ index, and CI can key a cache on it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -101,5 +102,13 @@ def read_state(index_dir: Path) -> dict[str, Any] | None:
     return read_json(index_dir / STATE_NAME)
 
 
+def state_checksum(state: dict[str, Any]) -> str:
+    """The SHA-256 of the state without its own checksum field, so ``check`` finds any
+    changed byte in a file that is otherwise only compared by its counts."""
+    body = {k: v for k, v in state.items() if k != "checksum"}
+    text = json.dumps(body, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def write_state(index_dir: Path, state: dict[str, Any]) -> None:
-    atomic_write_json(index_dir / STATE_NAME, state)
+    atomic_write_json(index_dir / STATE_NAME, {**state, "checksum": state_checksum(state)})

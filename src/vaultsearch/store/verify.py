@@ -19,7 +19,7 @@ from vaultsearch.store.catalog import open_catalog_for_reading
 from vaultsearch.store.derived import DERIVED, DerivedSettings
 from vaultsearch.store.keywords import tokenizer_name
 from vaultsearch.store.layout import Generation, IndexLayout
-from vaultsearch.store.manifest import read_json
+from vaultsearch.store.manifest import read_json, state_checksum
 from vaultsearch.store.writer import catalog_problems
 
 _COUNTED = {"vectors": "vectors", "keywords": "keyword_docs"}
@@ -94,6 +94,8 @@ def verify_store(layout: IndexLayout, config: Config) -> CheckReport:
         report.counts = {"notes": catalog.count("notes"), "chunks": catalog.count("chunks")}
         if state is None:
             report.problems.append("state: missing or unreadable")
+        elif state.get("checksum") != state_checksum(state):
+            report.problems.append("state: its checksum does not match its content")
         elif state.get("generation") != catalog.generation:
             report.problems.append(
                 f"state: commit {state.get('generation')} != catalog {catalog.generation}"
@@ -101,7 +103,7 @@ def verify_store(layout: IndexLayout, config: Config) -> CheckReport:
         for cls in DERIVED:
             part = cls(generation, settings)
             try:
-                found = part.check(catalog)
+                found = part.check(catalog, state or {})
                 report.problems += found
                 if not found and part.name in _COUNTED:  # the catalog's ids, each once
                     report.counts[_COUNTED[part.name]] = report.counts["chunks"]

@@ -49,11 +49,13 @@ class DerivedIndex(Protocol):
 
     def apply(self, batch: Batch) -> None: ...
 
-    def commit(self, catalog: Catalog) -> dict[str, int]:
-        """Write to disk; returns the counts the state file records."""
+    def commit(self, catalog: Catalog) -> dict[str, Any]:
+        """Write to disk; returns what the state file records (counts, and digests of
+        files nothing else can be compared with)."""
 
-    def check(self, catalog: Catalog) -> list[str]:
-        """Problems found reading the generation's files, without writing anything."""
+    def check(self, catalog: Catalog, recorded: dict[str, Any]) -> list[str]:
+        """Problems found reading the generation's files, against the catalog and what
+        ``commit`` recorded in the state file, without writing anything."""
 
     def reader(self) -> Any:
         """What a search reads: opened read-only, without a lock or a write."""

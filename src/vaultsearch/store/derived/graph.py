@@ -28,7 +28,7 @@ class GraphPart:
     def apply(self, batch: Batch) -> None:
         pass
 
-    def commit(self, catalog: Catalog) -> dict[str, int]:
+    def commit(self, catalog: Catalog) -> dict[str, Any]:
         graph = build_graph(catalog.notes(), catalog.links())
         save_graph(graph, self.path)
         return {
@@ -36,7 +36,7 @@ class GraphPart:
             "unresolved_links": int(graph.graph.get("unresolved_links", 0)),
         }
 
-    def check(self, catalog: Catalog) -> list[str]:
+    def check(self, catalog: Catalog, recorded: dict[str, Any]) -> list[str]:
         try:
             stored = json.loads(self.path.read_text(encoding="utf-8"))
             load_graph(self.path)

@@ -9,6 +9,7 @@ here turns it into an error that names the repair.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import struct
@@ -99,6 +100,14 @@ def segment_problems(folder: Path) -> list[str]:
     return problems
 
 
+def _meta_digest(folder: Path) -> str | None:
+    """meta.json has no checksum of its own; the state file keeps its digest."""
+    try:
+        return hashlib.sha256((folder / "meta.json").read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
 def _footer_ok(path: Path) -> bool:
     try:
         data = path.read_bytes()
@@ -177,16 +186,18 @@ class KeywordPart:
         index.delete_paths(batch.changed_paths)
         index.add(docs_for_paths(batch.catalog, list(batch.changed_paths)))
 
-    def commit(self, catalog: Catalog) -> dict[str, int]:
+    def commit(self, catalog: Catalog) -> dict[str, Any]:
         index = self._index()
         guarded(index.commit, "commit")
         follow_umask(self.folder)
-        return {"keyword_docs": len(index)}
+        return {"keyword_docs": len(index), "keyword_meta_sha256": _meta_digest(self.folder)}
 
-    def check(self, catalog: Catalog) -> list[str]:
+    def check(self, catalog: Catalog, recorded: dict[str, Any]) -> list[str]:
         problems = segment_problems(self.folder)
         if problems:
             return problems
+        if recorded.get("keyword_meta_sha256") != _meta_digest(self.folder):
+            problems.append("keywords: meta.json differs from the one the writer committed")
         try:
             index = open_for_reading(self.folder, self.stemming)
             ids = guarded(index.all_chunk_ids, "read")

@@ -46,11 +46,11 @@ class VectorPart:
             ids, batch.catalog.vectors_by_ids(self.settings.embedding_key, self.index.dim, ids)
         )
 
-    def commit(self, catalog: Catalog) -> dict[str, int]:
+    def commit(self, catalog: Catalog) -> dict[str, Any]:
         self.index.save(self.path)
         return {"vectors": len(self.index)}
 
-    def check(self, catalog: Catalog) -> list[str]:
+    def check(self, catalog: Catalog, recorded: dict[str, Any]) -> list[str]:
         try:
             index = VectorIndex.load(self.path)
             ids = index.ids()
