@@ -197,7 +197,11 @@ def files_table(rows: list[dict[str, Any]]) -> str:
         f"{unexplained} without a reason, {lost} runs lost a normal note, "
         f"{len(bad)} not as expected**. Each case: `index`, `index --check` (`current`), "
         f"`check` (consistent), keyword search for every normal note, hybrid search for the "
-        f"case's own word, `read_note` on the file.\n",
+        f"case's own word, `read_note` on the file. Before this work (figures from issue 9): "
+        f"a FIFO hung every run, a non-UTF-8 name or a symlink loop aborted every run, the "
+        f"alias bomb took 29 s and 1.67 GB, 100,000 headings became 100,026 chunks and "
+        f"831 s, `read_note` on the 45 MB note took 17 s a call, and the NUL-padded note "
+        f"was dropped after an edit.\n",
         "| case | expected | outcome | recorded reason | index s | read_note s |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
