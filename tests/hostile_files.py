@@ -275,7 +275,7 @@ def _cases() -> list[Case]:
         _text("lists.md", "yuzus\n\n" + "".join("  " * i + "- item\n" for i in range(1000))),
         word="yuzus")  # fmt: skip
     add("nested quotes 5,000 deep", "quotes.md", "indexed",
-        _text("quotes.md", "> " * 5000 + "pomelos\n"), word="pomelos")  # fmt: skip
+        _text("quotes.md", "pomelos\n\n" + "> " * 5000 + "end\n"), word="pomelos")  # fmt: skip
     add("100,000 open brackets", "brackets.md", "indexed",
         _text("brackets.md", "citrons " + "[[" * 100_000), word="citrons")  # fmt: skip
     add("100,000 backticks", "ticks.md", "indexed",

@@ -49,7 +49,7 @@ def test_hostile_files_beside_normal_notes(tmp_path: Path, embedder: Embedder) -
     write_normal_notes(root)
     for case in FAST:
         case.make(root)
-    config = config_from_dict({"chunking": {"max_chunks_per_note": 40}})
+    config = config_from_dict({"chunking": {"max_chunks_per_note": 8}})
     vault = Vault.open(root, index_dir=index_dir, config=config)
 
     summary = vault.index()
