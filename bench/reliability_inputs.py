@@ -34,6 +34,7 @@ from tests.hostile_files import (  # noqa: E402
     CASES,
     NORMAL_WORDS,
     Case,
+    catalog_view,
     outcome_ok,
     run_case_outcome,
     write_normal_notes,
@@ -53,7 +54,6 @@ def worker(tmp: Path) -> None:
     """Read case names on stdin, answer one JSON line per case on stdout."""
     from vaultsearch import Vault
     from vaultsearch.browse import Browser
-    from vaultsearch.indexes.catalog import Catalog
     from vaultsearch.indexing.verify import verify_index
 
     by_name = {c.name: c for c in CASES}
@@ -73,12 +73,7 @@ def worker(tmp: Path) -> None:
             result["index_s"] = round(time.perf_counter() - t0, 2)
             result["check"] = vault.check().status
             result["verify_ok"] = verify_index(vault.manager()).ok
-            catalog = Catalog(index_dir / "catalog.sqlite", readonly=True)
-            try:
-                notes = {x.path for x in catalog.notes()}
-                failures = {p: v[0] for p, v in catalog.failures().items()}
-            finally:
-                catalog.close()
+            notes, failures = catalog_view(index_dir)
             outcome, reason = run_case_outcome(notes, failures, case)
             result.update(outcome=outcome, reason=reason, chunks=summary.chunks_written)
             lost = [

@@ -339,6 +339,19 @@ def _cases() -> list[Case]:
 CASES: list[Case] = _cases()
 
 
+def catalog_view(index_dir: Path) -> tuple[set[str], dict[str, str]]:
+    """(indexed note paths, failed path -> recorded reason) as the catalog holds them."""
+    from vaultsearch.indexes.catalog import Catalog
+
+    catalog = Catalog(index_dir / "catalog.sqlite", readonly=True)
+    try:
+        notes = {n.path for n in catalog.notes()}
+        failures = {p: v[0] for p, v in catalog.failures().items()}
+    finally:
+        catalog.close()
+    return notes, failures
+
+
 def run_case_outcome(
     notes: set[str], failures: dict[str, str], case: Case
 ) -> tuple[str, str | None]:

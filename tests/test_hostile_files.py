@@ -19,6 +19,7 @@ import pytest
 from tests.hostile_files import (
     CASES,
     NORMAL_WORDS,
+    catalog_view,
     outcome_ok,
     run_case_outcome,
     write_normal_notes,
@@ -26,21 +27,10 @@ from tests.hostile_files import (
 from vaultsearch import Vault
 from vaultsearch.config import config_from_dict
 from vaultsearch.embedding import Embedder
-from vaultsearch.indexes.catalog import Catalog
 from vaultsearch.indexing.verify import verify_index
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = [c for c in CASES if not c.slow and not c.non_root]
-
-
-def catalog_view(index_dir: Path) -> tuple[set[str], dict[str, str]]:
-    catalog = Catalog(index_dir / "catalog.sqlite", readonly=True)
-    try:
-        notes = {n.path for n in catalog.notes()}
-        failures = {p: v[0] for p, v in catalog.failures().items()}
-    finally:
-        catalog.close()
-    return notes, failures
 
 
 def test_hostile_files_beside_normal_notes(tmp_path: Path, embedder: Embedder) -> None:
