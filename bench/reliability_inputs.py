@@ -34,6 +34,7 @@ from tests.hostile_files import (  # noqa: E402
     CASES,
     NORMAL_WORDS,
     Case,
+    catalog_view,
     outcome_ok,
     run_case_outcome,
     write_normal_notes,
@@ -53,8 +54,6 @@ def worker(tmp: Path) -> None:
     """Read case names on stdin, answer one JSON line per case on stdout."""
     from vaultsearch import Vault
     from vaultsearch.browse import Browser
-    from vaultsearch.store.catalog import Catalog
-    from vaultsearch.store.layout import IndexLayout
 
     by_name = {c.name: c for c in CASES}
     for n, line in enumerate(sys.stdin):
@@ -73,12 +72,7 @@ def worker(tmp: Path) -> None:
             result["index_s"] = round(time.perf_counter() - t0, 2)
             result["check"] = vault.check().status
             result["verify_ok"] = vault.manager().verify().ok
-            catalog = Catalog(IndexLayout(index_dir).live.catalog, readonly=True)
-            try:
-                notes = {x.path for x in catalog.notes()}
-                failures = {p: v[0] for p, v in catalog.failures().items()}
-            finally:
-                catalog.close()
+            notes, failures = catalog_view(index_dir)
             outcome, reason = run_case_outcome(notes, failures, case)
             result.update(outcome=outcome, reason=reason, chunks=summary.chunks_written)
             lost = [
@@ -197,7 +191,11 @@ def files_table(rows: list[dict[str, Any]]) -> str:
         f"{unexplained} without a reason, {lost} runs lost a normal note, "
         f"{len(bad)} not as expected**. Each case: `index`, `index --check` (`current`), "
         f"`check` (consistent), keyword search for every normal note, hybrid search for the "
-        f"case's own word, `read_note` on the file.\n",
+        f"case's own word, `read_note` on the file. Before this work (figures from issue 9): "
+        f"a FIFO hung every run, a non-UTF-8 name or a symlink loop aborted every run, the "
+        f"alias bomb took 29 s and 1.67 GB, 100,000 headings became 100,026 chunks and "
+        f"831 s, `read_note` on the 45 MB note took 17 s a call, and the NUL-padded note "
+        f"was dropped after an edit.\n",
         "| case | expected | outcome | recorded reason | index s | read_note s |",
         "| --- | --- | --- | --- | --- | --- |",
     ]

@@ -275,7 +275,7 @@ def _cases() -> list[Case]:
         _text("lists.md", "yuzus\n\n" + "".join("  " * i + "- item\n" for i in range(1000))),
         word="yuzus")  # fmt: skip
     add("nested quotes 5,000 deep", "quotes.md", "indexed",
-        _text("quotes.md", "> " * 5000 + "pomelos\n"), word="pomelos")  # fmt: skip
+        _text("quotes.md", "pomelos\n\n" + "> " * 5000 + "end\n"), word="pomelos")  # fmt: skip
     add("100,000 open brackets", "brackets.md", "indexed",
         _text("brackets.md", "citrons " + "[[" * 100_000), word="citrons")  # fmt: skip
     add("100,000 backticks", "ticks.md", "indexed",
@@ -337,6 +337,20 @@ def _cases() -> list[Case]:
 
 
 CASES: list[Case] = _cases()
+
+
+def catalog_view(index_dir: Path) -> tuple[set[str], dict[str, str]]:
+    """(indexed note paths, failed path -> recorded reason) as the catalog holds them."""
+    from vaultsearch.store.catalog import Catalog
+    from vaultsearch.store.layout import IndexLayout
+
+    catalog = Catalog(IndexLayout(index_dir).live.catalog, readonly=True)
+    try:
+        notes = {n.path for n in catalog.notes()}
+        failures = {p: v[0] for p, v in catalog.failures().items()}
+    finally:
+        catalog.close()
+    return notes, failures
 
 
 def run_case_outcome(

@@ -19,6 +19,7 @@ import pytest
 from tests.hostile_files import (
     CASES,
     NORMAL_WORDS,
+    catalog_view,
     outcome_ok,
     run_case_outcome,
     write_normal_notes,
@@ -26,21 +27,9 @@ from tests.hostile_files import (
 from vaultsearch import Vault
 from vaultsearch.config import config_from_dict
 from vaultsearch.embedding import Embedder
-from vaultsearch.store.catalog import Catalog
-from vaultsearch.store.layout import IndexLayout
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = [c for c in CASES if not c.slow and not c.non_root]
-
-
-def catalog_view(index_dir: Path) -> tuple[set[str], dict[str, str]]:
-    catalog = Catalog(IndexLayout(index_dir).live.catalog, readonly=True)
-    try:
-        notes = {n.path for n in catalog.notes()}
-        failures = {p: v[0] for p, v in catalog.failures().items()}
-    finally:
-        catalog.close()
-    return notes, failures
 
 
 def test_hostile_files_beside_normal_notes(tmp_path: Path, embedder: Embedder) -> None:
@@ -49,7 +38,7 @@ def test_hostile_files_beside_normal_notes(tmp_path: Path, embedder: Embedder) -
     write_normal_notes(root)
     for case in FAST:
         case.make(root)
-    config = config_from_dict({"chunking": {"max_chunks_per_note": 40}})
+    config = config_from_dict({"chunking": {"max_chunks_per_note": 8}})
     vault = Vault.open(root, index_dir=index_dir, config=config)
 
     summary = vault.index()

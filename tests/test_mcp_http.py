@@ -12,7 +12,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from tests.test_mcp_stdio import data, make_vault, server_args
+from tests.test_mcp_stdio import INIT, data, make_vault, server_args
 
 
 def free_port() -> int:
@@ -89,16 +89,6 @@ def test_beyond_loopback_needs_the_token_and_checks_host_and_origin(
         env=env,
     )
     url = f"http://127.0.0.1:{port}/mcp"
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
     accept = {"accept": "application/json, text/event-stream"}
     try:
         wait_listening(proc, port)
@@ -110,7 +100,7 @@ def test_beyond_loopback_needs_the_token_and_checks_host_and_origin(
 
         def post(**headers: str) -> int:
             return httpx2.post(
-                url, json=init, headers={**accept, **headers}, timeout=30
+                url, json=INIT, headers={**accept, **headers}, timeout=30
             ).status_code
 
         assert post() == 401

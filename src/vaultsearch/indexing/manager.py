@@ -505,8 +505,8 @@ class IndexManager:
             return "no parser for this file type"
         try:
             note = parser.parse(path, ft.text)
-            c = self.config.chunking
-            chunks, capped = chunk_capped(note, c.size, c.overlap, c.max_chunks_per_note)
+            cfg = self.config.chunking
+            chunks, capped = chunk_capped(note, cfg.size, cfg.overlap, cfg.max_chunks_per_note)
         except Exception as exc:  # a parser bug must not abort the batch
             return f"parser error: {type(exc).__name__}: {exc}"
         warnings = [*ft.warnings, *([capped] if capped else [])]
