@@ -7,7 +7,7 @@ level from the embedding cache without the model, and written in the fixed order
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -68,7 +68,7 @@ class DerivedIndexes:
         else:  # emptied and refilled in one commit: a reader or a crash sees old or new
             keywords.clear()
         if not reparse_all:
-            keywords.add(all_keyword_docs(catalog))
+            keywords.add(all_keyword_docs(catalog, self.config.keyword.frontmatter_fields))
         keywords.commit()
         return keywords
 
@@ -114,21 +114,38 @@ def sync_vectors(catalog: Catalog, vectors: VectorIndex, model: str) -> bool:
     return True
 
 
-def all_keyword_docs(catalog: Catalog) -> Iterable[KeywordDoc]:
+def all_keyword_docs(catalog: Catalog, meta_keys: Sequence[str]) -> Iterable[KeywordDoc]:
     notes = {n.id: n for n in catalog.notes()}
     for c in catalog.chunks():
-        yield stored_keyword_doc(notes[c.note_id], c)
+        yield stored_keyword_doc(notes[c.note_id], c, meta_keys)
 
 
-def stored_keyword_doc(note: NoteRow, chunk: ChunkRow) -> KeywordDoc:
+def stored_keyword_doc(note: NoteRow, chunk: ChunkRow, meta_keys: Sequence[str]) -> KeywordDoc:
     """The keyword document of a chunk already in the catalog (a rebuild, a moved note)."""
     return KeywordDoc(
-        chunk.id, note.path, note.title, note.aliases, chunk.heading_path, note.tags, chunk.text
-    )
+        chunk.id, note.path, note.title, note.aliases, chunk.heading_path, note.tags, chunk.text,
+        frontmatter_text(note.frontmatter, meta_keys),
+    )  # fmt: skip
 
 
-def keyword_docs(note: ParsedNote, chunks: Sequence[Chunk], ids: Sequence[int]) -> list[KeywordDoc]:
+def keyword_docs(
+    note: ParsedNote, chunks: Sequence[Chunk], ids: Sequence[int], meta_keys: Sequence[str]
+) -> list[KeywordDoc]:
+    meta = frontmatter_text(note.frontmatter, meta_keys)
     return [
-        KeywordDoc(i, note.path, note.title, note.aliases, c.heading_path, note.tags, c.text)
+        KeywordDoc(i, note.path, note.title, note.aliases, c.heading_path, note.tags, c.text, meta)
         for c, i in zip(chunks, ids, strict=True)
     ]
+
+
+def frontmatter_text(frontmatter: Mapping[str, Any], keys: Sequence[str]) -> str:
+    """The text of the descriptive frontmatter keys (strings, or lists of strings), keys
+    matched without regard to case: ``Description:`` is as common as ``description:``."""
+    wanted = {k.lower() for k in keys}
+    parts: list[str] = []
+    for key, value in frontmatter.items():
+        if str(key).lower() not in wanted:
+            continue
+        values = value if isinstance(value, list) else [value]
+        parts += [str(v) for v in values if isinstance(v, str | int | float) and str(v).strip()]
+    return " \n".join(parts)

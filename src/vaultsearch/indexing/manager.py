@@ -332,7 +332,9 @@ class IndexManager:
                 removed_ids += old_ids
                 added_ids += new_ids
                 stale_paths.append(p.note.path)
-                docs += keyword_docs(p.note, p.chunks, new_ids)
+                docs += keyword_docs(
+                    p.note, p.chunks, new_ids, self.config.keyword.frontmatter_fields
+                )
                 if existed:
                     summary.updated += 1
                 else:
@@ -390,7 +392,8 @@ class IndexManager:
             row = catalog.note_by_path(ft.info.path)
             if row is None:
                 continue
-            docs += [stored_keyword_doc(row, c) for c in catalog.chunks_of(row.id)]
+            meta_keys = self.config.keyword.frontmatter_fields
+            docs += [stored_keyword_doc(row, c, meta_keys) for c in catalog.chunks_of(row.id)]
         return docs
 
     def _prepare(self, ft: FileText) -> _Prepared | str:

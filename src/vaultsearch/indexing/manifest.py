@@ -13,7 +13,7 @@ from typing import Any
 
 from vaultsearch.config import Config
 from vaultsearch.embedding import model_dimension, model_id
-from vaultsearch.indexes.keywords import tokenizer_name
+from vaultsearch.indexes.keywords import TEXT_FIELDS, tokenizer_name
 from vaultsearch.indexing.atomic import atomic_write_json
 
 SPEC_VERSION = 1
@@ -35,7 +35,11 @@ def expected_manifest(config: Config, dimension: int | None = None) -> dict[str,
         # a list, not a table: the first matching glob wins, so order shapes the index
         "parsers": [[glob, name] for glob, name in config.parsers.items()],
         "chunking": {"size": config.chunking.size, "overlap": config.chunking.overlap},
-        "keyword": {"tokenizer": tokenizer_name(config.keyword.stemming)},
+        "keyword": {
+            "tokenizer": tokenizer_name(config.keyword.stemming),
+            "fields": list(TEXT_FIELDS),
+            "frontmatter_fields": list(config.keyword.frontmatter_fields),
+        },
     }
 
 
