@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 QUERY  ?= how does vaultsearch decide that a rebuild is needed
 
-.PHONY: setup demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-tune clean
+.PHONY: setup demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-tune bench-confidence clean
 
 setup: $(STAMP)
 
@@ -50,6 +50,9 @@ bench-live: setup
 
 bench-tune: setup
 	$(BIN)/python bench/tune.py
+
+bench-confidence: setup
+	$(BIN)/python bench/confidence.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

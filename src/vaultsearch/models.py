@@ -123,6 +123,10 @@ class Explain:
     expansions: tuple[str, ...] = ()
     """Query words that matched nothing and were widened: ``canvs~canva``, ``canv*canvas``."""
     confidence: float = 0.0
+    cosine: float | None = None
+    """Confidence evidence: the best chunk's cosine (its branch's floor when not retrieved)."""
+    coverage: float = 0.0
+    """Confidence evidence: idf-weighted share of the query's content words present."""
     more: tuple[Passage, ...] = field(default=())
     """Other passages of the same note among the candidates."""
 
@@ -141,7 +145,9 @@ class Explain:
         out["branches"] = {p.branch: _part_dict(p) for p in self.branches}
         out["fused"] = round(self.fused, 6)
         out["total"] = round(self.total, 6)
-        for key in ("name_added", "graph_added", "recency_added", "rerank_added", "confidence"):
+        for key in (
+            "name_added", "graph_added", "recency_added", "rerank_added", "confidence", "coverage"
+        ):  # fmt: skip
             out[key] = round(out[key], 6)
         return out
 

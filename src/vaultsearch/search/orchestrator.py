@@ -241,14 +241,21 @@ class QueryOrchestrator:
             snippet = make_snippet(best.text, terms, stemmer=stemmer, also=widened)
             found = {stemmer(w) for w in words(_described(note, best.text, meta_keys))}
             sem = next((p.raw for p in c.explain.branches if p.branch == "semantic"), floor)
-            conf = confidence(Evidence(sem, coverage(weights, found)))
+            evidence = Evidence(sem, coverage(weights, found))
+            conf = confidence(evidence)
             info = None
             if explain:
                 more = tuple(
                     Passage(" > ".join(g.heading_path), g.start_line, g.end_line)
                     for g in groups[1:]
                 )
-                info = replace(c.explain, confidence=conf, more=more)
+                info = replace(
+                    c.explain,
+                    confidence=conf,
+                    cosine=evidence.cosine,
+                    coverage=evidence.coverage,
+                    more=more,
+                )
             hits.append(
                 Hit(
                     path=note.path,
