@@ -14,6 +14,7 @@ Run: `make bench-confidence` (needs the index that `make bench-quality` builds a
 from __future__ import annotations
 
 import argparse
+import itertools
 import random
 import statistics
 import sys
@@ -90,7 +91,7 @@ def coefficients(w: np.ndarray, with_cosine: bool) -> tuple[float, float, float]
 def ece(p: np.ndarray, y: np.ndarray, bins: int = 10) -> float:
     edges = np.linspace(0, 1, bins + 1)
     total = 0.0
-    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+    for lo, hi in itertools.pairwise(edges):
         m = (p >= lo) & (p < hi if hi < 1 else p <= hi)
         if m.any():
             total += m.sum() / len(p) * abs(p[m].mean() - y[m].mean())
