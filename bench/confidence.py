@@ -124,6 +124,10 @@ def evaluate_mode(rows, with_cosine: bool):  # type: ignore[no-untyped-def]
         "base_rate": float(y.mean()),
         "weak_on_none": statistics.fmean(p < WEAK for p in none),
         "weak_on_right": statistics.fmean(p < WEAK for p in right),
+        "sweep": [
+            (t, statistics.fmean(p < t for p in none), statistics.fmean(p < t for p in right))
+            for t in (0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5)
+        ],
         "coef": final,
         "n": len(rows),
         "none": len(none),
@@ -146,7 +150,7 @@ def main() -> None:
     ids = sorted(q for q in texts if q in qrels)
     random.Random(SEED).shuffle(ids)
     queries = {q: texts[q] for q in ids[: args.limit]} | no_answer_queries(60)
-    lines = []
+    lines, sweeps = [], []
     for mode, with_cos, shipped in (("hybrid", True, WITH_COSINE), ("keyword", False, WORDS_ONLY)):
         r = evaluate_mode(features(vault, queries, qrels, doc_of, mode), with_cos)
         a, b, c = r["coef"]
@@ -155,7 +159,10 @@ def main() -> None:
             f"| {r['weak_on_none']:.2f} ({r['none']}) | {r['weak_on_right']:.2f} ({r['right']}) "
             f"| ({a:.2f}, {b:.2f}, {c:.2f}) | {shipped} |"
         )
-        print(mode, r)
+        print(mode, r, flush=True)
+        sweeps += [
+            f"| {mode} | {t:g} | {none:.2f} | {right:.2f} |" for t, none, right in r["sweep"]
+        ]
     body = f"""
 Hits: the top {TOP} of {args.limit} SciFact train queries (relevant = judged relevant) and of
 60 everyday queries SciFact cannot answer ("how to bike tire repair", "best pizza dough").
@@ -165,6 +172,14 @@ Figures on held-out folds (5-fold by query); the coefficients are fitted on all 
 | mode | hits | share relevant | Brier | ECE | "no note matches well" said: no-answer queries | said wrongly: top hit relevant | fitted (a, b_cos, c_cov) | shipped |
 | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |
 {chr(10).join(lines)}
+
+Where to draw the line (held-out probabilities of each query's top hit): share of no-answer
+queries told "no note matches well", and share of queries whose top hit is relevant told
+so wrongly, by threshold:
+
+| mode | threshold | said, no answer | said wrongly |
+| --- | ---: | ---: | ---: |
+{chr(10).join(sweeps)}
 """
     if args.no_write:
         print(body)

@@ -124,7 +124,8 @@ def grid(base: FusionSettings) -> dict[str, list[FusionSettings]]:
 def describe(s: FusionSettings) -> str:
     if s.method == "rrf":
         return f"rrf k={s.rrf_k:g} w_kw={s.weights['keyword']:g}"
-    return f"convex {s.normalisation} a_sem={s.weights['semantic']:g} share={s.chunk_share:g}"
+    a = s.weights["semantic"] / (s.weights["semantic"] + s.weights["keyword"])
+    return f"convex {s.normalisation} a_sem={a:.2g} share={s.chunk_share:g}"
 
 
 @dataclass

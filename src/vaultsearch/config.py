@@ -73,7 +73,7 @@ class SearchConfig:
     chunk_share: float = 0.0
     rrf_k: int = 60
     keyword_weight: float = 1.0
-    semantic_weight: float = 1.0
+    semantic_weight: float = 1.5
     candidates: int = 100
     max_chunks_per_note: int = 3
     graph_boost: bool = True

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 WEAK = 0.5
 """Below this estimated probability a hit is reported as a weak match."""
 
-# Fitted by bench/confidence.py (logistic regression, 5-fold on SciFact train + 60
-# no-answer queries); see docs/benchmarks.md, section "Ranking".
-WITH_COSINE = (-6.9, 9.2, 3.1)
+# Fitted by bench/confidence.py (logistic regression on the top 10 hits of 300 SciFact train
+# queries and 60 no-answer queries); see docs/benchmarks.md, "Confidence calibration".
+WITH_COSINE = (-8.46, 6.57, 5.51)
 """Intercept, cosine weight, coverage weight (semantic or hybrid search)."""
-WORDS_ONLY = (-2.6, 0.0, 4.4)
+WORDS_ONLY = (-6.13, 0.0, 7.55)
 """The same without a cosine (keyword search embeds nothing)."""
 
 
