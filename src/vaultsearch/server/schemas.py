@@ -38,7 +38,7 @@ class SearchHit(NoteRef):
     confidence: float = Field(
         default=0.0,
         description="Estimated probability (0-1) that this note answers the query; "
-        "below 0.5 it is probably not the answer.",
+        "below 0.1 no note is likely to answer (see matches_well).",
     )
     explain: dict[str, Any] | None = Field(
         default=None,
