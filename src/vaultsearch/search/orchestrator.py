@@ -14,8 +14,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
-import numpy as np
-
 from vaultsearch.config import Config
 from vaultsearch.embedding import Embedder
 from vaultsearch.errors import IndexIncompatibleError, QueryError
@@ -43,7 +41,6 @@ class Retrieved:
     expansions: tuple[Expansion, ...] = ()
     banned: frozenset[int] = frozenset()
     """Notes holding a ``-word``: left out in every mode."""
-    query_vector: np.ndarray | None = None
     text: str = ""
     """The query without its operators (what an exact title or alias match compares)."""
 
@@ -132,13 +129,11 @@ class QueryOrchestrator:
         allowed = snap.chunks_of_notes(allowed_notes)
         terms = parsed.keyword_terms
         expansions = tuple(snap.keywords.expand(terms)) if terms else ()
-        vector: list[np.ndarray] = []
 
         def semantic() -> list[tuple[int, float]]:
             t = time.perf_counter()
             text = parsed.text or " ".join(parsed.highlight_terms)
             vec = self.embedder.embed_query(text)
-            vector.append(vec)
             out = snap.vectors.search(vec, k, allowed)
             timings["semantic_start"], timings["semantic_end"] = t, time.perf_counter()
             return out
@@ -159,9 +154,7 @@ class QueryOrchestrator:
         results = {name: f.result() for name, f in jobs.items()}
         banned = frozenset(snap.notes_containing(parsed.excluded)) if parsed.excluded else None
         self.last_timings = timings
-        return Retrieved(
-            results, expansions, banned or frozenset(), vector[0] if vector else None, parsed.text
-        )
+        return Retrieved(results, expansions, banned or frozenset(), parsed.text)
 
     def rank(
         self,
