@@ -128,7 +128,7 @@ class QueryOrchestrator:
         timings: dict[str, float] = {}
         allowed = snap.chunks_of_notes(allowed_notes)
         terms = parsed.keyword_terms
-        expansions = tuple(snap.keywords.expand(terms)) if terms else ()
+        widened: list[Expansion] = []
 
         def semantic() -> list[tuple[int, float]]:
             t = time.perf_counter()
@@ -140,8 +140,9 @@ class QueryOrchestrator:
 
         def keyword() -> list[tuple[int, float]]:
             t = time.perf_counter()
+            widened.extend(snap.keywords.expand(terms))  # under the query embedding
             out = snap.keywords.search(
-                terms, parsed.phrases, parsed.excluded, snap.boosts, k, allowed, expansions
+                terms, parsed.phrases, parsed.excluded, snap.boosts, k, allowed, widened
             )
             timings["keyword_start"], timings["keyword_end"] = t, time.perf_counter()
             return out
@@ -154,7 +155,7 @@ class QueryOrchestrator:
         results = {name: f.result() for name, f in jobs.items()}
         banned = frozenset(snap.notes_containing(parsed.excluded)) if parsed.excluded else None
         self.last_timings = timings
-        return Retrieved(results, expansions, banned or frozenset(), parsed.text)
+        return Retrieved(results, tuple(widened), banned or frozenset(), parsed.text)
 
     def rank(
         self,

@@ -131,13 +131,14 @@ def fuse(
                 continue
             graph[nid] = (gift.added, str(gift.source))
 
+    target = _fold(name) if name else ""
     out = []
     for nid in set(fused) | set(graph):
         chunks = sorted(note_chunks.get(nid, []), key=lambda c: (-chunk_score[c], c))
         chunks = list(dict.fromkeys(chunks)) or view.first_chunks(nid)
         if not chunks:
             continue
-        named = NAME_MATCH if name and _names(view.notes[nid]) & {_fold(name)} else 0.0
+        named = NAME_MATCH if target and _named(view.notes[nid], target) else 0.0
         base = fused.get(nid, 0.0) + named
         added, source = graph.get(nid, (0.0, None))
         mult = 1.0
@@ -164,15 +165,17 @@ def _fold(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
-def _names(note: NoteMeta) -> set[str]:
-    """The note's title and aliases (``aliases`` or ``alias``, a string or a list)."""
-    names = {_fold(note.title)}
+def _named(note: NoteMeta, target: str) -> bool:
+    """Whether ``target`` (folded) is the note's title or one of its aliases (``aliases``
+    or ``alias``, a string or a list)."""
+    if _fold(note.title) == target:
+        return True
     for key in ("aliases", "alias"):
         value = note.frontmatter.get(key)
         for v in value if isinstance(value, list) else [value]:
-            if isinstance(v, str) and v.strip():
-                names.add(_fold(v))
-    return names
+            if isinstance(v, str) and _fold(v) == target:
+                return True
+    return False
 
 
 def _branch_parts(
