@@ -14,7 +14,7 @@ QUERY     ?= how does vaultsearch decide that a rebuild is needed
 TORCH       ?= torch==2.13.0
 TORCH_INDEX ?=
 
-.PHONY: setup setup-demo demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-reliability-store bench-tune bench-embedding bench-vault-quality clean
+.PHONY: setup setup-demo demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-reliability-store bench-tune bench-confidence bench-embedding bench-vault-quality clean
 
 setup: $(STAMP)
 
@@ -77,6 +77,9 @@ bench-embedding: setup
 
 bench-vault-quality: setup
 	$(BIN)/python bench/vault_quality.py
+
+bench-confidence: setup
+	$(BIN)/python bench/confidence.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -81,3 +81,59 @@ def test_tied_ranks_share_a_rank() -> None:
     }
     scores = weighted_rrf({"kw": {"x": 1, "y": 1}}, {}, 60)
     assert scores["x"] == scores["y"] == pytest.approx(1 / 61)
+
+
+def test_normalise_tm2c2_and_minmax() -> None:
+    from vaultsearch.search.fusion import normalise
+
+    assert normalise([4.0, 2.0, 1.0], "tm2c2") == [1.0, 0.5, 0.25]
+    assert normalise([0.5, -0.2], "tm2c2") == [1.0, 0.0]  # a negative cosine clips to 0
+    assert normalise([4.0, 2.0, 1.0], "minmax") == [1.0, 1 / 3, 0.0]
+    assert normalise([3.0, 3.0], "minmax") == [1.0, 1.0]
+    assert normalise([], "tm2c2") == []
+
+
+def test_osa_distance_counts_a_swap_once() -> None:
+    from vaultsearch.store.fuzzy import osa_distance
+
+    assert osa_distance("diali", "daili", 2) == 1
+    assert osa_distance("mermiad", "mermaid", 2) == 1
+    assert osa_distance("canv", "canva", 1) == 1
+    assert osa_distance("kitten", "sitting", 1) == 2  # gave up past the bound
+    assert osa_distance("same", "same", 0) == 0
+
+
+def test_expand_word_prefers_prefixes_then_close_common_words() -> None:
+    from vaultsearch.store.fuzzy import expand_word
+
+    terms = {"canva": 5, "canvass": 1, "daili": 40, "dial": 3, "mermaid": 2}
+
+    def df(t: str) -> int:
+        return terms.get(t, 0)
+
+    def prefixed(p: str) -> list[tuple[str, int]]:
+        return sorted(((t, c) for t, c in terms.items() if t.startswith(p)), key=lambda x: -x[1])
+
+    assert [str(e) for e in expand_word("canv", "canv", df, prefixed)] == [
+        "canv*canva",
+        "canv*canvass",
+    ]
+    # one edit away, the more common first
+    assert [str(e) for e in expand_word("dialy", "diali", df, prefixed)] == [
+        "dialy~daili",
+        "dialy~dial",
+    ]
+    assert expand_word("canva", "canva", df, prefixed) == []  # it matches: nothing to widen
+    assert expand_word("ab", "ab", df, prefixed) == []  # too short to guess
+
+
+def test_snippet_marks_whole_links_and_keeps_the_window_off_them() -> None:
+    from vaultsearch.search.snippets import make_snippet
+
+    text = "See [[Index rebuild notes]] and `make rebuild` or https://x.org/rebuild now."
+    out = make_snippet(text, ("rebuild",))
+    marked = [out.text[s:e] for s, e in out.highlights]
+    assert marked == ["[[Index rebuild notes]]", "`make rebuild`", "https://x.org/rebuild"]
+    long = "word " * 70 + "[[A very long link about rebuild]] tail " + "word " * 70
+    cut = make_snippet(long, ("rebuild",), width=100)
+    assert cut.text.count("[[") == cut.text.count("]]")

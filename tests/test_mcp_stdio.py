@@ -135,7 +135,7 @@ def test_a_session_over_stdio(
                 explained = data(
                     await call("search", query="hornworms", mode="keyword", explain=True)
                 )
-                assert explained["hits"][0]["explain"]["keyword"]["rank"] == 1
+                assert explained["hits"][0]["explain"]["branches"]["keyword"]["rank"] == 1
                 text = (await call("search", query="hornworms", mode="keyword")).content[0].text
                 assert "garden/Tomatoes.md:10-12" in text
 

@@ -139,18 +139,36 @@ def _print_hits(hits: Sequence[Any], explain: bool) -> None:
     from rich.console import Console
     from rich.markup import escape
 
+    from vaultsearch.search.confidence import weak_answer
+
     console = Console()
-    if not hits:
-        console.print("no results")
-        return
     for i, h in enumerate(hits, 1):
         where = f"{h.path}:{h.start_line}-{h.end_line}"
         heading = f"  [dim]{escape(h.heading_path)}[/dim]" if h.heading_path else ""
-        console.print(f"[bold]{i:>2}. {escape(where)}[/bold]  {h.score:.4f}{heading}")
-        snippet = escape(h.snippet).replace("**", "")
-        console.print(f"    {snippet}", highlight=False)
+        console.print(
+            f"[bold]{i:>2}. {escape(where)}[/bold]  {h.score:.4f} "
+            f"[dim](confidence {h.confidence:.2f})[/dim]{heading}"
+        )
+        console.print(f"    {_bold_ranges(h.snippet, h.highlights)}", highlight=False)
         if explain and h.explain:
-            console.print(f"    [dim]{escape(json.dumps(h.explain))}[/dim]", highlight=False)
+            console.print(
+                f"    [dim]{escape(json.dumps(h.explain.to_dict()))}[/dim]", highlight=False
+            )
+    weak = weak_answer([h.confidence for h in hits])
+    if weak:
+        console.print(f"[yellow]{escape(weak)}[/yellow]", highlight=False)
+
+
+def _bold_ranges(text: str, ranges: Sequence[tuple[int, int]]) -> str:
+    """Rich markup: matches in bold (ANSI on a terminal), everything else escaped."""
+    from rich.markup import escape
+
+    parts, pos = [], 0
+    for s, e in ranges:
+        parts += [escape(text[pos:s]), "[bold]", escape(text[s:e]), "[/bold]"]
+        pos = e
+    parts.append(escape(text[pos:]))
+    return "".join(parts)
 
 
 # --- eval -----------------------------------------------------------------------

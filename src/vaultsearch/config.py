@@ -57,24 +57,34 @@ class EmbeddingConfig:
 @dataclass(frozen=True)
 class KeywordConfig:
     stemming: bool = True
-    # Each field adds a BM25 score of its own, so short fields weigh far below the body
-    # (tuned on SciFact train, see docs/benchmarks.md); the H1 is in the body anyway.
+    # body_boost weighs the main field, title and chunk text under one BM25. Each other
+    # field adds a BM25 score of its own, so the title (already in the main field) only
+    # gets a small extra; aliases and descriptions are deliberate names for the note.
     title_boost: float = 0.2
-    aliases_boost: float = 0.2
+    aliases_boost: float = 1.0
     headings_boost: float = 0.2
     tags_boost: float = 0.5
+    meta_boost: float = 0.5
     body_boost: float = 1.0
+    frontmatter_fields: list[str] = field(
+        default_factory=lambda: ["description", "summary", "desc"]
+    )
+    """Frontmatter keys whose text is searchable in the ``meta`` field."""
 
 
 @dataclass(frozen=True)
 class SearchConfig:
-    rrf_k: int = 10
+    fusion: str = "convex"
+    """convex: weighted sum of normalised scores; rrf: weighted reciprocal rank fusion."""
+    normalisation: str = "tm2c2"
+    chunk_share: float = 0.0
+    rrf_k: int = 60
     keyword_weight: float = 1.0
-    semantic_weight: float = 1.0
+    semantic_weight: float = 1.5
     candidates: int = 100
     max_chunks_per_note: int = 3
     graph_boost: bool = True
-    graph_share: float = 0.5
+    graph_share: float = 0.1
     graph_top: int = 10
     recency: bool = True
     recency_tiers: list[list[float]] = field(default_factory=lambda: [[7, 1.2], [30, 1.1]])
@@ -199,7 +209,14 @@ def _validate(cfg: Config) -> None:
         "allowed: auto, float32, bfloat16",
     )
     _require(s.rrf_k >= 1, "search.rrf_k", s.rrf_k, "must be at least 1")
-    for name in ("keyword_weight", "semantic_weight", "graph_share"):
+    _require(s.fusion in ("convex", "rrf"), "search.fusion", s.fusion, "allowed: convex, rrf")
+    _require(
+        s.normalisation in ("tm2c2", "minmax"),
+        "search.normalisation",
+        s.normalisation,
+        "allowed: tm2c2, minmax",
+    )
+    for name in ("keyword_weight", "semantic_weight", "graph_share", "chunk_share"):
         v = getattr(s, name)
         _require(v >= 0, f"search.{name}", v, "must be zero or positive")
     for name in ("candidates", "max_chunks_per_note", "graph_top", "rerank_top"):
@@ -212,7 +229,9 @@ def _validate(cfg: Config) -> None:
             s.recency_tiers,
             "expected a list of [days, multiplier] pairs with positive numbers",
         )
-    for name in ("title_boost", "aliases_boost", "headings_boost", "tags_boost", "body_boost"):
+    for name in (
+        "title_boost", "aliases_boost", "headings_boost", "tags_boost", "meta_boost", "body_boost"
+    ):  # fmt: skip
         v = getattr(k, name)
         _require(v >= 0, f"keyword.{name}", v, "must be zero or positive")
     _require(

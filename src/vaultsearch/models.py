@@ -6,7 +6,8 @@ nothing downstream can mutate what an upstream stage produced.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -82,9 +83,81 @@ class Chunk:
 
 
 @dataclass(frozen=True, slots=True)
-class StrategyScore:
+class BranchPart:
+    """One retrieval branch's evidence for a note: its best chunk there."""
+
+    branch: str
+    chunk_id: int
     rank: int
-    score: float
+    """1-based rank of the note in this branch (notes ranked by their best chunk)."""
+    raw: float
+    """BM25 score or cosine of the best chunk (plus the share of the note's other chunks)."""
+    normalised: float
+    """``raw`` mapped into [0, 1] (convex fusion); 1 / (rrf_k + rank) for RRF."""
+    weight: float
+    contribution: float
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    heading_path: str
+    start_line: int
+    end_line: int
+
+
+@dataclass(frozen=True, slots=True)
+class Explain:
+    method: str
+    """``convex`` or ``rrf``."""
+    branches: tuple[BranchPart, ...] = ()
+    name_added: float = 0.0
+    """Added when the query is the note's title or one of its aliases."""
+    graph_added: float = 0.0
+    graph_from: str | None = None
+    """The retrieved note whose link passed ``graph_added`` to this one."""
+    recency_multiplier: float = 1.0
+    recency_added: float = 0.0
+    """``(fused + name_added + graph_added) * (recency_multiplier - 1)``."""
+    rerank_added: float = 0.0
+    """What the cross-encoder changed (its score replaces the fused one)."""
+    expansions: tuple[str, ...] = ()
+    """Query words that matched nothing and were widened: ``canvs~canva``, ``canv*canvas``."""
+    confidence: float = 0.0
+    cosine: float | None = None
+    """Confidence evidence: the best chunk's cosine (its branch's floor when not retrieved)."""
+    coverage: float = 0.0
+    """Confidence evidence: idf-weighted share of the query's content words present."""
+    more: tuple[Passage, ...] = field(default=())
+    """Other passages of the same note among the candidates."""
+
+    @property
+    def fused(self) -> float:
+        return sum(p.contribution for p in self.branches)
+
+    @property
+    def total(self) -> float:
+        return (
+            self.fused + self.name_added + self.graph_added + self.recency_added + self.rerank_added
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["branches"] = {p.branch: _part_dict(p) for p in self.branches}
+        out["fused"] = round(self.fused, 6)
+        out["total"] = round(self.total, 6)
+        for key in (
+            "name_added", "graph_added", "recency_added", "rerank_added", "confidence", "coverage"
+        ):  # fmt: skip
+            out[key] = round(out[key], 6)
+        return out
+
+
+def _part_dict(p: BranchPart) -> dict[str, Any]:
+    d = asdict(p)
+    del d["branch"]
+    for key in ("raw", "normalised", "weight", "contribution"):
+        d[key] = round(d[key], 6)
+    return d
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +170,14 @@ class Hit:
     snippet: str
     score: float
     chunk_id: int = 0
-    explain: dict[str, Any] | None = None
+    explain: Explain | None = None
+    highlights: tuple[tuple[int, int], ...] = ()
+    """Matched character ranges of ``snippet``, start inclusive, end exclusive."""
+    confidence: float = 0.0
+    """Estimated probability, 0..1, that this note answers the query (see ``confidence``)."""
+
+    def marked_snippet(self, open_mark: str = "«", close_mark: str = "»") -> str:
+        return mark(self.snippet, self.highlights, open_mark, close_mark)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -107,8 +187,23 @@ class Hit:
             "start_line": self.start_line,
             "end_line": self.end_line,
             "snippet": self.snippet,
+            "highlights": [list(h) for h in self.highlights],
             "score": round(self.score, 6),
+            "confidence": round(self.confidence, 3),
         }
         if self.explain is not None:
-            out["explain"] = self.explain
+            out["explain"] = self.explain.to_dict()
         return out
+
+
+def mark(
+    text: str, ranges: Sequence[Sequence[int]], open_mark: str = "«", close_mark: str = "»"
+) -> str:
+    """``text`` with each range between marks; « and » mean nothing to Markdown, so a
+    marked snippet never turns into bold or breaks a link when shown as Markdown."""
+    parts, pos = [], 0
+    for s, e in ranges:
+        parts += [text[pos:s], open_mark, text[s:e], close_mark]
+        pos = e
+    parts.append(text[pos:])
+    return "".join(parts)

@@ -233,7 +233,10 @@ class IndexManager:
 
     def _settings(self) -> DerivedSettings:
         return DerivedSettings(
-            self.embedder.cache_key, self.embedder.dimension, self.config.keyword.stemming
+            self.embedder.cache_key,
+            self.embedder.dimension,
+            self.config.keyword.stemming,
+            tuple(self.config.keyword.frontmatter_fields),
         )
 
     def update(

@@ -1,4 +1,5 @@
-"""The ranking maths, as pure functions: weighted RRF, graph-neighbour boost, recency.
+"""The ranking maths, as pure functions: weighted RRF, score normalisation for a convex
+combination, graph-neighbour boost, recency.
 
 Kept free of indexes and I/O so every formula can be checked by hand in a test,
 and deterministic: ties are broken by key, never by hash order.
@@ -30,6 +31,26 @@ def weighted_rrf(
         for item, rank in ranks.items():
             scores[item] = scores.get(item, 0.0) + w / (k + rank)
     return scores
+
+
+def normalise(scores: Sequence[float], method: str) -> list[float]:
+    """Scores mapped into [0, 1] so that two branches' scores can be added.
+
+    ``tm2c2`` divides by the list's best score with the theoretical minimum 0 (BM25 and
+    cosine scores of a match are positive; a negative cosine clips to 0): it keeps how
+    far apart the scores are, which rank-based RRF throws away. ``minmax`` stretches the
+    list's own range onto [0, 1] (Bruch, Gai & Ingber, ACM TOIS 2023, compare both)."""
+    if not scores:
+        return []
+    top = max(scores)
+    if method == "minmax":
+        low = min(scores)
+        if top == low:
+            return [1.0] * len(scores)
+        return [(s - low) / (top - low) for s in scores]
+    if top <= 0:
+        return [0.0] * len(scores)
+    return [max(s, 0.0) / top for s in scores]
 
 
 def _list_ranks(ranked: Sequence[K]) -> dict[K, int]:

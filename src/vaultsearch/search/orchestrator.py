@@ -11,28 +11,20 @@ import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from dataclasses import dataclass, replace
 
 from vaultsearch.config import Config
 from vaultsearch.embedding import Embedder, PairScorer, load_reranker
 from vaultsearch.errors import IndexIncompatibleError, QueryError
-from vaultsearch.models import Hit
-from vaultsearch.search.filters import SearchFilters
-from vaultsearch.search.fusion import (
-    GraphBoost,
-    graph_boost,
-    rank_items,
-    recency_multiplier,
-    tied_ranks,
-    weighted_rrf,
-)
-from vaultsearch.search.query import ParsedQuery, parse_query
+from vaultsearch.models import Hit, Passage
+from vaultsearch.search.confidence import Evidence, confidence, coverage, idf
+from vaultsearch.search.filters import NoteMeta, SearchFilters
+from vaultsearch.search.query import ParsedQuery, parse_query, words
+from vaultsearch.search.ranking import Candidate, FusionSettings, fuse
 from vaultsearch.search.snapshot import Snapshot
 from vaultsearch.search.snippets import make_snippet
 from vaultsearch.store.catalog import ChunkRow
+from vaultsearch.store.fuzzy import Expansion
 from vaultsearch.store.graph import neighbours
 from vaultsearch.store.layout import IndexLayout
 
@@ -40,12 +32,16 @@ MODES = ("hybrid", "keyword", "semantic")
 MAX_TOP_K = 1000
 
 
-@dataclass(slots=True)
-class _Candidate:
-    note_id: int
-    chunks: list[int]
-    score: float
-    explain: dict[str, Any]
+@dataclass(frozen=True, slots=True)
+class Retrieved:
+    """One query's branch results, before fusion."""
+
+    branches: dict[str, list[tuple[int, float]]]
+    expansions: tuple[Expansion, ...] = ()
+    banned: frozenset[int] = frozenset()
+    """Notes holding a ``-word``: left out in every mode."""
+    text: str = ""
+    """The query without its operators (what an exact title or alias match compares)."""
 
 
 class QueryOrchestrator:
@@ -111,24 +107,27 @@ class QueryOrchestrator:
         allowed_notes = snap.allowed_notes(filters)
         if allowed_notes is not None and not allowed_notes:
             return []
-        allowed = snap.chunks_of_notes(allowed_notes)
         per_strategy = max(self.config.search.candidates, top_k * 4)
-        rankings, raw = self._retrieve(snap, parsed, mode, per_strategy, allowed)
-        candidates = self._fuse(snap, rankings, raw, explain, allowed_notes, parsed.excluded)
+        retrieved = self.retrieve(snap, parsed, mode, per_strategy, allowed_notes)
+        candidates = self.rank(snap, retrieved, mode, allowed_notes)
         ranked = self._rerank(snap, parsed, candidates)
         if filters.min_score is not None:
             ranked = [c for c in ranked if c.score >= filters.min_score]
-        return self._hits(snap, parsed, ranked[:top_k], explain)
+        return self._hits(snap, parsed, retrieved, ranked[:top_k], explain)
 
-    def _retrieve(
+    def retrieve(
         self,
         snap: Snapshot,
         parsed: ParsedQuery,
         mode: str,
         k: int,
-        allowed: np.ndarray | None,
-    ) -> tuple[dict[str, dict[int, int]], dict[str, dict[int, float]]]:
+        allowed_notes: set[int] | None = None,
+    ) -> Retrieved:
+        """Each branch's top-k chunks, run in parallel: the expensive, cacheable half."""
         timings: dict[str, float] = {}
+        allowed = snap.chunks_of_notes(allowed_notes)
+        terms = parsed.keyword_terms
+        widened: list[Expansion] = []
 
         def semantic() -> list[tuple[int, float]]:
             t = time.perf_counter()
@@ -140,8 +139,9 @@ class QueryOrchestrator:
 
         def keyword() -> list[tuple[int, float]]:
             t = time.perf_counter()
+            widened.extend(snap.keywords.expand(terms))  # under the query embedding
             out = snap.keywords.search(
-                parsed.terms, parsed.phrases, parsed.excluded, snap.boosts, k, allowed
+                terms, parsed.phrases, parsed.excluded, snap.boosts, k, allowed, widened
             )
             timings["keyword_start"], timings["keyword_end"] = t, time.perf_counter()
             return out
@@ -152,76 +152,35 @@ class QueryOrchestrator:
         if mode in ("hybrid", "keyword") and not parsed.empty:
             jobs["keyword"] = self._pool.submit(keyword)
         results = {name: f.result() for name, f in jobs.items()}
-        if "semantic" in results and parsed.excluded:
-            banned = snap.chunks_containing(parsed.excluded, [c for c, _ in results["semantic"]])
-            results["semantic"] = [(c, s) for c, s in results["semantic"] if c not in banned]
+        banned = frozenset(snap.notes_containing(parsed.excluded)) if parsed.excluded else None
         self.last_timings = timings
-        rankings = {name: tied_ranks(res) for name, res in results.items()}
-        raw = {name: dict(res) for name, res in results.items()}
-        return rankings, raw
+        return Retrieved(results, tuple(widened), banned or frozenset(), parsed.text)
 
-    def _fuse(
+    def rank(
         self,
         snap: Snapshot,
-        rankings: dict[str, dict[int, int]],
-        raw: dict[str, dict[int, float]],
-        explain: bool,
-        allowed_notes: set[int] | None,
-        excluded: tuple[str, ...] = (),
-    ) -> list[_Candidate]:
-        s = self.config.search
-        weights = {"keyword": s.keyword_weight, "semantic": s.semantic_weight}
-        chunk_scores = weighted_rrf(rankings, weights, s.rrf_k)
-        note_scores: dict[int, float] = {}
-        note_chunks: dict[int, list[int]] = {}
-        for cid in rank_items(chunk_scores):
-            nid = snap.note_of_chunk.get(cid)
-            if nid is None:
-                continue
-            note_chunks.setdefault(nid, []).append(cid)
-            note_scores.setdefault(nid, chunk_scores[cid])
-        boosts: dict[str, GraphBoost] = {}
-        if s.graph_boost and s.graph_share > 0 and snap.has_links:
-            path_scores = {snap.notes[n].path: v for n, v in note_scores.items()}
-            boosted, boosts = graph_boost(
-                path_scores, lambda p: neighbours(snap.graph, p), s.graph_top, s.graph_share
-            )
-            for path, value in boosted.items():
-                nid = snap.note_by_path.get(path)
-                if nid is None or (allowed_notes is not None and nid not in allowed_notes):
-                    continue
-                if nid not in note_scores and excluded and snap.note_contains(nid, excluded):
-                    continue  # a linked note must obey -word like a retrieved one
-                note_scores[nid] = value
-        now = time.time()
-        candidates = []
-        for nid, score in note_scores.items():
-            mult = (
-                recency_multiplier((now - snap.notes[nid].date) / 86400, s.recency_tiers)
-                if s.recency
-                else 1.0
-            )
-            info: dict[str, Any] = {}
-            if explain:
-                best = note_chunks.get(nid, [None])[0]
-                for name, ranks in rankings.items():
-                    if best in ranks:
-                        info[name] = {"rank": ranks[best], "score": round(raw[name][best], 6)}
-                info["rrf"] = round(chunk_scores.get(best, 0.0), 6) if best else 0.0
-                boost = boosts.get(snap.notes[nid].path)
-                if boost is not None:
-                    info["graph_boost"] = {"from": boost.source, "added": round(boost.added, 6)}
-                info["recency"] = mult
-            chunks = note_chunks.get(nid) or snap.first_chunks(nid)
-            if not chunks:
-                continue
-            candidates.append(_Candidate(nid, chunks, score * mult, info))
-        candidates.sort(key=lambda c: (-c.score, snap.notes[c.note_id].path))
-        return candidates
+        retrieved: Retrieved,
+        mode: str,
+        allowed_notes: set[int] | None = None,
+        settings: FusionSettings | None = None,
+    ) -> list[Candidate]:
+        """Fused, graph-boosted, recency-weighted notes: the cheap half, pure given its
+        inputs (the tuning bench calls it with other settings on cached retrievals)."""
+        return fuse(
+            retrieved.branches,
+            snap,
+            settings or FusionSettings.from_config(self.config.search, mode),
+            time.time(),
+            neighbours=(lambda p: neighbours(snap.graph, p)) if snap.has_links else None,
+            allowed=allowed_notes,
+            banned=retrieved.banned,
+            expansions=tuple(str(e) for e in retrieved.expansions),
+            name=retrieved.text,
+        )
 
     def _rerank(
-        self, snap: Snapshot, parsed: ParsedQuery, candidates: list[_Candidate]
-    ) -> list[_Candidate]:
+        self, snap: Snapshot, parsed: ParsedQuery, candidates: list[Candidate]
+    ) -> list[Candidate]:
         s = self.config.search
         if not s.reranker or not candidates:
             return candidates
@@ -229,12 +188,12 @@ class QueryOrchestrator:
         head, tail = candidates[: s.rerank_top], candidates[s.rerank_top :]
         rows = snap.chunk_rows([c.chunks[0] for c in head])
         pairs = [(parsed.text, rows[c.chunks[0]].text) for c in head]
-        scores = model.predict(pairs)
+        scores = [float(s) for s in model.predict(pairs)]
+        ceiling = candidates[0].score  # the best fused score: every reranked hit goes above
         for c, score in zip(head, scores, strict=True):
-            c.explain["rerank"] = round(score, 6)
-            c.explain["fused"] = round(c.score, 6)
-            # 1 + sigmoid keeps reranked hits above every fused score (those stay below 1)
-            c.score = 1.0 + 1.0 / (1.0 + math.exp(-score))
+            new = ceiling + 1.0 / (1.0 + math.exp(-score))
+            c.explain = replace(c.explain, rerank_added=new - c.explain.total)
+            c.score = c.explain.total
         head.sort(key=lambda c: (-c.score, snap.notes[c.note_id].path))
         return head + tail
 
@@ -244,12 +203,22 @@ class QueryOrchestrator:
         return self._reranker
 
     def _hits(
-        self, snap: Snapshot, parsed: ParsedQuery, ranked: list[_Candidate], explain: bool
+        self,
+        snap: Snapshot,
+        parsed: ParsedQuery,
+        retrieved: Retrieved,
+        ranked: list[Candidate],
+        explain: bool,
     ) -> list[Hit]:
         limit = self.config.search.max_chunks_per_note
         wanted = [cid for c in ranked for cid in c.chunks[:limit]]
         rows = snap.chunk_rows(wanted)
         terms = parsed.highlight_terms
+        stemmer = snap.stem
+        widened = frozenset(e.term for e in retrieved.expansions)
+        weights = self._term_weights(snap, parsed, retrieved)
+        floor = min((s for _, s in retrieved.branches.get("semantic", [])), default=None)
+        meta_keys = {k.lower() for k in (*self.config.keyword.frontmatter_fields, "aliases")}
         hits = []
         for c in ranked:
             note = snap.notes[c.note_id]
@@ -257,15 +226,24 @@ class QueryOrchestrator:
             if not groups:
                 continue
             best = groups[0]
-            info = dict(c.explain) if explain else None
-            if info is not None and len(groups) > 1:
-                info["more"] = [
-                    {
-                        "heading_path": " > ".join(g.heading_path),
-                        "lines": [g.start_line, g.end_line],
-                    }
+            snippet = make_snippet(best.text, terms, stemmer=stemmer, also=widened)
+            found = {stemmer(w) for w in words(_described(note, best.text, meta_keys))}
+            sem = next((p.raw for p in c.explain.branches if p.branch == "semantic"), floor)
+            evidence = Evidence(sem, coverage(weights, found))
+            conf = confidence(evidence)
+            info = None
+            if explain:
+                more = tuple(
+                    Passage(" > ".join(g.heading_path), g.start_line, g.end_line)
                     for g in groups[1:]
-                ]
+                )
+                info = replace(
+                    c.explain,
+                    confidence=conf,
+                    cosine=evidence.cosine,
+                    coverage=evidence.coverage,
+                    more=more,
+                )
             hits.append(
                 Hit(
                     path=note.path,
@@ -273,13 +251,45 @@ class QueryOrchestrator:
                     heading_path=" > ".join(best.heading_path),
                     start_line=best.start_line,
                     end_line=best.end_line,
-                    snippet=make_snippet(best.text, terms),
+                    snippet=snippet.text,
                     score=c.score,
                     chunk_id=best.id,
                     explain=info,
+                    highlights=snippet.highlights,
+                    confidence=conf,
                 )
             )
         return hits
+
+    def _term_weights(
+        self, snap: Snapshot, parsed: ParsedQuery, retrieved: Retrieved
+    ) -> dict[str, float]:
+        """Each content word's idf (its stem as the index has it); a widened word counts
+        as found when its expansion is, so ``canvs`` is as covered as ``canvas``."""
+        searcher = snap.keywords.index.searcher()
+        docs = max(int(searcher.num_docs), 1)
+        out: dict[str, float] = {}
+        words_ = list(parsed.keyword_terms) + [w for p in parsed.phrases for w in p]
+        for w in dict.fromkeys(words_):
+            stem = snap.stem(w)
+            df = int(searcher.doc_freq("text", stem))
+            if df == 0:
+                subs = [e for e in retrieved.expansions if e.word == w.lower()]
+                if subs:
+                    stem, df = subs[0].term, int(searcher.doc_freq("text", subs[0].term))
+            out[stem] = idf(df, docs)
+        return out
+
+
+def _described(note: NoteMeta, text: str, keys: set[str]) -> str:
+    """The passage with the note's title, aliases and descriptions: where a query's words
+    count as found for confidence, as they count for keyword search."""
+    extra = [
+        " ".join(map(str, v)) if isinstance(v, list) else str(v)
+        for k, v in note.frontmatter.items()
+        if str(k).lower() in keys
+    ]
+    return " ".join([note.title, text, *extra])
 
 
 def merge_chunks(chunks: list[ChunkRow]) -> list[ChunkRow]:

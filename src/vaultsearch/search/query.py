@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from vaultsearch.search.stopwords import STOPWORDS, content_words
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 _TOKEN = re.compile(r'(-?)"([^"]*)"|(\S+)')
 
@@ -27,6 +29,13 @@ class ParsedQuery:
     @property
     def empty(self) -> bool:
         return not (self.terms or self.phrases)
+
+    @property
+    def keyword_terms(self) -> tuple[str, ...]:
+        """The loose words BM25 scores: function words dropped (phrases keep theirs)."""
+        if self.phrases:
+            return tuple(w for w in self.terms if w.lower() not in STOPWORDS)
+        return content_words(self.terms)
 
     @property
     def highlight_terms(self) -> tuple[str, ...]:

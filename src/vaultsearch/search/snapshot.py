@@ -14,7 +14,7 @@ import functools
 import json
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +24,6 @@ import numpy as np
 from vaultsearch.config import Config
 from vaultsearch.errors import IndexCorruptError, IndexMissingError
 from vaultsearch.search.filters import NoteMeta, SearchFilters
-from vaultsearch.search.query import words
 from vaultsearch.store.catalog import Catalog, ChunkRow, open_catalog_for_reading
 from vaultsearch.store.derived import DERIVED
 from vaultsearch.store.generations import ReaderHold, hold_current
@@ -183,7 +182,8 @@ class Snapshot:
                 "aliases": k.aliases_boost,
                 "headings": k.headings_boost,
                 "tags": k.tags_boost,
-                "body": k.body_boost,
+                "meta": k.meta_boost,
+                "text": k.body_boost,
             },
         )
         return snap, whole
@@ -218,18 +218,29 @@ class Snapshot:
     def chunk_rows(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
         return {r.id: r for r in self.catalog.chunks(list(dict.fromkeys(ids)))}
 
-    def note_contains(self, note_id: int, excluded: Sequence[str]) -> bool:
-        ids = self.chunks_by_note.get(note_id)
-        return ids is not None and bool(self.chunks_containing(excluded, ids.tolist()))
-
-    def chunks_containing(self, excluded: Sequence[str], ids: Sequence[int]) -> set[int]:
-        """Chunks whose text has an excluded word: the vector search cannot say so itself."""
-        banned = {w.lower() for w in excluded}
+    def notes_containing(self, excluded: Sequence[str]) -> set[int]:
+        """Notes with a chunk holding an excluded word, matched as keyword search matches
+        (stemmed, any field): ``-word`` removes the same notes in every mode."""
         return {
-            cid
-            for cid, row in self.chunk_rows(ids).items()
-            if banned & {w.lower() for w in words(row.text)}
+            nid
+            for cid in self.keywords.chunks_matching(excluded)
+            if (nid := self.note_of_chunk.get(cid)) is not None
         }
+
+    def stem(self, word: str) -> str:
+        """A word as the keyword index analyses it, so highlights agree with BM25."""
+        return self._stems(word)
+
+    @functools.cached_property
+    def _stems(self) -> Callable[[str], str]:
+        analyzer = self.keywords.analyzer
+
+        @functools.lru_cache(maxsize=65536)
+        def stem(word: str) -> str:
+            tokens = analyzer.analyze(word)
+            return tokens[0] if tokens else word.lower()
+
+        return stem
 
 
 def _unreadable(exc: Exception) -> Exception:

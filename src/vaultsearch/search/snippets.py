@@ -1,80 +1,39 @@
-"""Snippets: about 300 characters around the densest run of query terms, terms marked.
+"""Snippets: about 300 characters around the densest run of query terms, matches as ranges.
 
 Agents pay per token, so a hit carries a window that shows why it matched rather
-than the whole chunk.
+than the whole chunk. Matches travel as (start, end) offsets into the snippet, never
+as marks inside it: ``**`` collided with Markdown bold (``****rebuild****``). Text
+output marks them with ``«»``, which Markdown gives no meaning, and a mark never lands
+inside a wikilink, a code span or a URL: the whole construct is marked instead, and
+the window never cuts one in half.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 
-MARK_OPEN, MARK_CLOSE = "**", "**"
+from vaultsearch.search.stopwords import STOPWORDS
+
 _WORD = re.compile(r"\w+", re.UNICODE)
-# Marking "is", "a" and "the" in every line shows nothing about why a passage matched.
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "can",
-        "do",
-        "does",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "no",
-        "not",
-        "of",
-        "on",
-        "or",
-        "our",
-        "so",
-        "than",
-        "that",
-        "the",
-        "their",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "to",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "will",
-        "with",
-        "you",
-        "your",
-    ]
+_PROTECTED = re.compile(
+    r"!?\[\[[^\]\n]*\]\]"  # wikilink or embed
+    r"|`[^`\n]+`"  # code span
+    r"|\[[^\]\n]*\]\([^)\s]*\)"  # Markdown link
+    r"|<?https?://[^\s<>)\]]+>?"  # bare URL
 )
 _SUFFIXES = ("ational", "ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "ly", "s")
+
+Stemmer = Callable[[str], str]
+
+
+@dataclass(frozen=True, slots=True)
+class Snippet:
+    text: str
+    highlights: tuple[tuple[int, int], ...] = ()
+    """Character ranges of ``text`` (start inclusive, end exclusive) that matched."""
 
 
 @functools.lru_cache(maxsize=65536)
@@ -87,14 +46,20 @@ def stem(word: str) -> str:
     return w
 
 
-def make_snippet(text: str, terms: tuple[str, ...], width: int = 300) -> str:
+def make_snippet(
+    text: str,
+    terms: tuple[str, ...],
+    width: int = 300,
+    stemmer: Stemmer = stem,
+    also: frozenset[str] = frozenset(),
+) -> Snippet:
+    """``also``: index terms (stems) that match too, e.g. what a typo was widened to."""
     text = " ".join(text.split())
-    stems = {stem(t) for t in terms if t and t.lower() not in _STOPWORDS}
+    stems = {stemmer(t) for t in terms if t and t.lower() not in STOPWORDS} | set(also)
     matches = [
-        (m.start(), m.end(), stem(m.group()))
-        for m in _WORD.finditer(text)
-        if stem(m.group()) in stems
+        (m.start(), m.end(), s) for m in _WORD.finditer(text) if (s := stemmer(m.group())) in stems
     ]
+    protected = [(m.start(), m.end()) for m in _PROTECTED.finditer(text)]
     start = _best_window(matches, len(text), width)
     end = min(len(text), start + width)
     if end < len(text):
@@ -103,9 +68,41 @@ def make_snippet(text: str, terms: tuple[str, ...], width: int = 300) -> str:
     if start > 0:
         nxt = text.find(" ", start, start + 30)
         start = nxt + 1 if nxt != -1 else start
-    window = text[start:end]
-    out = _mark(window, [(s - start, e - start) for s, e, _ in matches if s >= start and e <= end])
-    return ("…" if start > 0 else "") + out + ("…" if end < len(text) else "")
+    start, end = _outside(protected, start, end, width)
+    spans = _whole_constructs([(s, e) for s, e, _ in matches if s >= start and e <= end], protected)
+    lead = "…" if start > 0 else ""
+    shift = len(lead) - start
+    return Snippet(
+        lead + text[start:end] + ("…" if end < len(text) else ""),
+        tuple((s + shift, e + shift) for s, e in spans if s >= start and e <= end),
+    )
+
+
+def _outside(protected: list[tuple[int, int]], start: int, end: int, width: int) -> tuple[int, int]:
+    """Move the window's edges out of any construct they fall inside: take it whole when it
+    is short, leave it out when it is not."""
+    for ps, pe in protected:
+        if ps < start < pe:
+            start = ps if pe - ps <= width // 3 else pe
+        if ps < end < pe:
+            end = pe if pe - ps <= width // 3 else ps
+    return start, max(start, end)
+
+
+def _whole_constructs(
+    spans: list[tuple[int, int]], protected: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for s, e in spans:
+        for ps, pe in protected:
+            if ps <= s < pe:
+                s, e = ps, max(e, pe)
+                break
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
 
 
 def _best_window(matches: list[tuple[int, int, str]], length: int, width: int) -> int:
@@ -117,12 +114,3 @@ def _best_window(matches: list[tuple[int, int, str]], length: int, width: int) -
         if len(inside) > best_score:
             best_score, best_start = len(inside), s
     return max(0, min(best_start - width // 4, length - width))
-
-
-def _mark(window: str, spans: list[tuple[int, int]]) -> str:
-    parts, pos = [], 0
-    for s, e in spans:
-        parts += [window[pos:s], MARK_OPEN, window[s:e], MARK_CLOSE]
-        pos = e
-    parts.append(window[pos:])
-    return "".join(parts)

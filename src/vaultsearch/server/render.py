@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+from vaultsearch.models import mark
 from vaultsearch.server.schemas import (
     IndexStatus,
     NoteList,
@@ -42,8 +43,8 @@ def search(r: SearchResult) -> str:
     for i, h in enumerate(r.hits, 1):
         where = f"{h.path}:{h.start_line}-{h.end_line}"
         heading = f"  [{h.heading_path}]" if h.heading_path else ""
-        out.append(f"{i}. {where}  {h.title}{heading}  ({h.score:.4f})")
-        out.append("   " + h.snippet.replace("\n", " "))
+        out.append(f"{i}. {where}  {h.title}{heading}  ({h.score:.4f}, conf {h.confidence:.2f})")
+        out.append("   " + mark(h.snippet, h.highlights).replace("\n", " "))
         if h.explain:
             out.append("   explain: " + json.dumps(h.explain, separators=(",", ":")))
     return _lines(*out)

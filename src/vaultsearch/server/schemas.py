@@ -29,11 +29,21 @@ class SearchHit(NoteRef):
     heading_path: str = Field(description="Headings above the passage, outermost first.")
     start_line: int = Field(description="First line of the passage (1-based, file lines).")
     end_line: int = Field(description="Last line; read_note(path, start_line, end_line) shows it.")
-    snippet: str = Field(description="The best sentences of the passage; **bold** marks matches.")
+    snippet: str = Field(description="The best sentences of the passage, as written.")
+    highlights: list[list[int]] = Field(
+        default_factory=list,
+        description="[start, end) character ranges of snippet that match the query.",
+    )
     score: float = Field(description="Fused relevance; only the order among hits matters.")
+    confidence: float = Field(
+        default=0.0,
+        description="Estimated probability (0-1) that this note answers the query; "
+        "below 0.1 no note is likely to answer (see matches_well).",
+    )
     explain: dict[str, Any] | None = Field(
         default=None,
-        description="With explain=true: each strategy's rank and score, boosts applied.",
+        description="With explain=true: each branch's rank, score and contribution, the "
+        "graph, recency and rerank parts (they add up to score), widened typos.",
     )
 
 
@@ -46,6 +56,10 @@ class SearchResult(_Out):
     )
     stale: bool = Field(
         description="True when the answer comes from an index older than the notes on disk."
+    )
+    matches_well: bool = Field(
+        default=True,
+        description="False when no hit is likely to answer the query (see message).",
     )
 
 

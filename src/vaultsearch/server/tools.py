@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from vaultsearch.browse import Browser, Linked, page_notes, tag_counts
 from vaultsearch.errors import IndexMissingError, QueryError, VaultsearchError
+from vaultsearch.search.confidence import weak_answer
 from vaultsearch.server import render
 from vaultsearch.server.schemas import (
     FailedFile,
@@ -124,13 +125,15 @@ class VaultTools:
             except IndexMissingError:
                 hits, building, stale = [], True, False
                 message = "No index exists yet; it is being built now. Try again shortly."
+            weak = None if building else weak_answer([h.confidence for h in hits])
             result = SearchResult(
                 query=query,
                 mode=mode,
                 hits=[SearchHit(**h.to_dict()) for h in hits],
                 index_building=building,
                 stale=stale,
-                message=message,
+                matches_well=weak is None,
+                message=" ".join(m for m in (message, weak) if m) or None,
             )
             return reply(result, render.search)
 

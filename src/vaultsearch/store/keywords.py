@@ -3,10 +3,16 @@
 Queries are built by us from already-sanitised terms and parsed leniently, so no
 text a user types can raise a parser error, and terms are OR-ed: the peer that
 required every term scored below a plain BM25.
+
+The main field is ``text``: title and chunk together under one BM25, as a plain
+English-stemmed BM25 over title + body has it. Separate short fields (title,
+aliases, headings, tags, frontmatter descriptions) add small boosts for known-item
+queries; per-field boosts tuned on one data set did not carry over to another.
 """
 
 from __future__ import annotations
 
+import math
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -16,7 +22,13 @@ from typing import cast
 import numpy as np
 import tantivy
 
-TEXT_FIELDS = ("title", "aliases", "headings", "tags", "body")
+from vaultsearch.store.fuzzy import Expansion, expand_word
+
+TEXT_FIELDS = ("title", "aliases", "headings", "tags", "meta", "text")
+NAME_FIELDS = ("title", "aliases", "tags", "meta")
+"""Short fields whose match counts once, by the word's rarity: see ``_name_match``."""
+EXPANSION_BOOST = 0.7
+"""A guessed word (typo, prefix) counts less than one the user typed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +40,8 @@ class KeywordDoc:
     headings: Sequence[str]
     tags: Sequence[str]
     body: str
+    meta: str = ""
+    """Frontmatter descriptions (``description``, ``summary``, ``desc``, configured keys)."""
 
 
 def tokenizer_name(stemming: bool) -> str:
@@ -61,7 +75,8 @@ class KeywordIndex:
         self.schema = _schema(stemming)
         folder.mkdir(parents=True, exist_ok=True)
         self.index = tantivy.Index(self.schema, path=str(folder), reuse=True)
-        self.index.register_tokenizer(tokenizer_name(stemming), _analyzer(stemming))
+        self.analyzer = _analyzer(stemming)
+        self.index.register_tokenizer(tokenizer_name(stemming), self.analyzer)
         self._writer: tantivy.IndexWriter | None = None
 
     @classmethod
@@ -91,7 +106,8 @@ class KeywordIndex:
                     aliases=" \n".join(d.aliases),
                     headings=" \n".join(d.headings),
                     tags=" ".join(t.replace("/", " ") + " " + t for t in d.tags),
-                    body=d.body,
+                    meta=d.meta,
+                    text=_with_title(d.title, d.body),
                 )
             )
 
@@ -125,19 +141,41 @@ class KeywordIndex:
         boosts: Mapping[str, float] | None = None,
         k: int = 100,
         allowed: np.ndarray | None = None,
+        expansions: Sequence[Expansion] = (),
     ) -> list[tuple[int, float]]:
-        """BM25 top-k as (chunk id, score). Terms must be pre-split word tokens."""
+        """BM25 top-k as (chunk id, score). Terms must be pre-split word tokens;
+        ``expansions`` (see ``expand``) add the index terms a mistyped word stands for."""
         parts = [t.lower() for t in terms]
         parts += ['"' + " ".join(p).lower() + '"' for p in phrases if p]
         if not parts or k <= 0 or (allowed is not None and len(allowed) == 0):
             return []
-        fields = [f for f in TEXT_FIELDS if not boosts or boosts.get(f, 1.0) > 0]
+        weights = {f: (boosts or {}).get(f, 1.0) for f in TEXT_FIELDS}
+        searcher = self.index.searcher()
+        scored = [f for f in TEXT_FIELDS if f not in NAME_FIELDS and weights[f] > 0]
         query, _errors = self.index.parse_query_lenient(
-            " ".join(parts), fields, field_boosts=dict(boosts or {})
+            " ".join(parts), scored or ["text"], field_boosts=weights
         )
+        extra = [
+            self._name_match(searcher, field, token, weights[field])
+            for field in NAME_FIELDS
+            if weights[field] > 0
+            for token in dict.fromkeys(t for w in terms for t in self.analyzer.analyze(w))
+        ]
+        extra += [
+            tantivy.Query.boost_query(
+                tantivy.Query.term_query(self.schema, "text", e.term), EXPANSION_BOOST
+            )
+            for e in expansions
+        ]
+        if extra:
+            query = tantivy.Query.boolean_query(
+                [(tantivy.Occur.Should, q) for q in (query, *extra)]
+            )
         clauses = [(tantivy.Occur.Must, query)]
         if excluded:
-            neg, _ = self.index.parse_query_lenient(" ".join(t.lower() for t in excluded), fields)
+            neg, _ = self.index.parse_query_lenient(
+                " ".join(t.lower() for t in excluded), list(TEXT_FIELDS)
+            )
             clauses.append((tantivy.Occur.MustNot, neg))
         if allowed is not None:
             ids = [int(i) for i in allowed]
@@ -145,12 +183,56 @@ class KeywordIndex:
             clauses.append((tantivy.Occur.Must, tantivy.Query.const_score_query(allow_q, 0.0)))
         if len(clauses) > 1:
             query = tantivy.Query.boolean_query(clauses)
-        searcher = self.index.searcher()
         hits = searcher.search(query, k, count=False).hits
         if not hits:
             return []
         ids = _chunk_ids(searcher, [addr for _, addr in hits])
         return [(cid, float(score)) for (score, _), cid in zip(hits, ids, strict=True)]
+
+    def _name_match(
+        self, searcher: tantivy.Searcher, field: str, token: str, weight: float
+    ) -> tantivy.Query:
+        """A word found in a name-like field (title, alias, tag, description) is worth
+        ``weight`` times the word's idf, whatever the field's length: BM25's length norm
+        all but erases a match in a field that most notes leave empty (an alias scored
+        0.7 against 4.8 for a note that merely repeats one of its words)."""
+        docs = max(int(searcher.num_docs), 1)
+        df = int(searcher.doc_freq("text", token))
+        idf = math.log(1 + (docs - df + 0.5) / (df + 0.5))
+        match = tantivy.Query.term_query(self.schema, field, token)
+        return tantivy.Query.const_score_query(match, weight * idf)
+
+    def expand(self, words: Sequence[str]) -> list[Expansion]:
+        """Index terms standing in for query words that match nothing or almost nothing:
+        the words a prefix begins (``canv`` -> canvas) or a typo is close to (``mermiad``
+        -> mermaid, at an edit distance allowed by the word's length)."""
+        searcher = self.index.searcher()
+        out: list[Expansion] = []
+        for word in dict.fromkeys(w.lower() for w in words):
+            tokens = self.analyzer.analyze(word)
+            if len(tokens) != 1:
+                continue
+            out += expand_word(
+                word,
+                tokens[0],
+                lambda t: int(searcher.doc_freq("text", t)),
+                lambda prefix: searcher.terms_with_prefix("text", prefix),
+            )
+        return out
+
+    def chunks_matching(self, words: Sequence[str]) -> list[int]:
+        """Every chunk holding one of the words in any field, as keyword search matches
+        them (stemmed): what ``-word`` removes in every mode."""
+        if not words:
+            return []
+        query, _ = self.index.parse_query_lenient(
+            " ".join(w.lower() for w in words), list(TEXT_FIELDS)
+        )
+        searcher = self.index.searcher()
+        if searcher.num_docs == 0:
+            return []
+        hits = searcher.search(query, searcher.num_docs, count=False).hits
+        return _chunk_ids(searcher, [addr for _, addr in hits])
 
     def all_chunk_ids(self) -> list[int]:
         """Every document's chunk id: what ``check`` compares with the catalog."""
@@ -159,6 +241,13 @@ class KeywordIndex:
             return []
         hits = searcher.search(tantivy.Query.all_query(), searcher.num_docs, count=False).hits
         return _chunk_ids(searcher, [addr for _, addr in hits])
+
+
+def _with_title(title: str, body: str) -> str:
+    """Title and body as one text; a first chunk that opens with the title (its H1) is
+    not given the title twice."""
+    head = body.lstrip("# \t\n")[: len(title)]
+    return body if not title or head.casefold() == title.casefold() else f"{title} \n{body}"
 
 
 def _chunk_ids(searcher: tantivy.Searcher, addresses: list[tantivy.DocAddress]) -> list[int]:

@@ -16,7 +16,7 @@ from vaultsearch.config import Config
 from vaultsearch.embedding import fingerprint, model_dimension, model_id
 from vaultsearch.errors import ModelLoadError
 from vaultsearch.store.atomic import atomic_write_json
-from vaultsearch.store.keywords import tokenizer_name
+from vaultsearch.store.keywords import TEXT_FIELDS, tokenizer_name
 from vaultsearch.store.layout import MANIFEST_NAME, STATE_NAME
 
 SPEC_VERSION = 2
@@ -36,8 +36,16 @@ def expected_manifest(config: Config, dimension: int | None = None) -> dict[str,
         },
         # a list, not a table: the first matching glob wins, so order shapes the index
         "parsers": [[glob, name] for glob, name in config.parsers.items()],
-        "chunking": {"size": config.chunking.size, "overlap": config.chunking.overlap},
-        "keyword": {"tokenizer": tokenizer_name(config.keyword.stemming)},
+        "chunking": {
+            "size": config.chunking.size,
+            "overlap": config.chunking.overlap,
+            "max_chunks_per_note": config.chunking.max_chunks_per_note,
+        },
+        "keyword": {
+            "tokenizer": tokenizer_name(config.keyword.stemming),
+            "fields": list(TEXT_FIELDS),
+            "frontmatter_fields": list(config.keyword.frontmatter_fields),
+        },
     }
 
 

@@ -58,6 +58,7 @@ def settings_of(generation: Generation, config: Config) -> DerivedSettings:
             or 384
         ),
         tokenizer == tokenizer_name(True),
+        tuple(keyword.get("frontmatter_fields") or config.keyword.frontmatter_fields),
     )
 
 

@@ -22,6 +22,8 @@ class DerivedSettings:
     """The key its vectors are cached under in the catalog (the model fingerprint)."""
     dimension: int
     stemming: bool
+    meta_keys: tuple[str, ...] = ()
+    """Frontmatter keys whose text the keyword index searches in its own field."""
 
 
 @dataclass(frozen=True, slots=True)

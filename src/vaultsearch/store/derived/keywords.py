@@ -16,7 +16,7 @@ import struct
 import tempfile
 import weakref
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -51,25 +51,41 @@ def _is_panic(exc: BaseException) -> bool:
     return type(exc).__name__ == "PanicException"
 
 
-def stored_keyword_doc(note: NoteRow, chunk: ChunkRow) -> KeywordDoc:
+def stored_keyword_doc(note: NoteRow, chunk: ChunkRow, meta_keys: Sequence[str]) -> KeywordDoc:
     """The keyword document of a chunk in the catalog: the only way documents are made."""
     return KeywordDoc(
-        chunk.id, note.path, note.title, note.aliases, chunk.heading_path, note.tags, chunk.text
-    )
+        chunk.id, note.path, note.title, note.aliases, chunk.heading_path, note.tags, chunk.text,
+        frontmatter_text(note.frontmatter, meta_keys),
+    )  # fmt: skip
 
 
-def docs_for_paths(catalog: Catalog, paths: list[str]) -> list[KeywordDoc]:
+def frontmatter_text(frontmatter: Mapping[str, Any], keys: Sequence[str]) -> str:
+    """The text of the descriptive frontmatter keys (strings, or lists of strings), keys
+    matched without regard to case: ``Description:`` is as common as ``description:``."""
+    wanted = {k.lower() for k in keys}
+    parts: list[str] = []
+    for key, value in frontmatter.items():
+        if str(key).lower() not in wanted:
+            continue
+        values = value if isinstance(value, list) else [value]
+        parts += [str(v) for v in values if isinstance(v, str | int | float) and str(v).strip()]
+    return " \n".join(parts)
+
+
+def docs_for_paths(
+    catalog: Catalog, paths: list[str], meta_keys: Sequence[str]
+) -> list[KeywordDoc]:
     docs = []
     for path in dict.fromkeys(paths):
         note = catalog.note_by_path(path)
         if note is not None:
-            docs += [stored_keyword_doc(note, c) for c in catalog.chunks_of(note.id)]
+            docs += [stored_keyword_doc(note, c, meta_keys) for c in catalog.chunks_of(note.id)]
     return docs
 
 
-def all_docs(catalog: Catalog) -> list[KeywordDoc]:
+def all_docs(catalog: Catalog, meta_keys: Sequence[str]) -> list[KeywordDoc]:
     notes = {n.id: n for n in catalog.notes()}
-    return [stored_keyword_doc(notes[c.note_id], c) for c in catalog.chunks()]
+    return [stored_keyword_doc(notes[c.note_id], c, meta_keys) for c in catalog.chunks()]
 
 
 def segment_problems(folder: Path) -> list[str]:
@@ -148,6 +164,7 @@ class KeywordPart:
     def __init__(self, generation: Generation, settings: DerivedSettings) -> None:
         self.folder = generation.keywords
         self.stemming = settings.stemming
+        self.meta_keys = settings.meta_keys
         self.index: KeywordIndex | None = None
 
     def _index(self) -> KeywordIndex:
@@ -177,14 +194,14 @@ class KeywordPart:
         if len(have) == len(want) and set(have) == set(want):
             return False
         index.clear()  # emptied and refilled in one commit: readers see old or new
-        index.add(all_docs(catalog))
+        index.add(all_docs(catalog, self.meta_keys))
         guarded(index.commit, "commit")
         return True
 
     def apply(self, batch: Batch) -> None:
         index = self._index()
         index.delete_paths(batch.changed_paths)
-        index.add(docs_for_paths(batch.catalog, list(batch.changed_paths)))
+        index.add(docs_for_paths(batch.catalog, list(batch.changed_paths), self.meta_keys))
 
     def commit(self, catalog: Catalog) -> dict[str, Any]:
         index = self._index()

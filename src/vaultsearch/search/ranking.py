@@ -1,0 +1,209 @@
+"""From each branch's retrieved chunks to ranked notes: the one fusion the product runs.
+
+Pure over its inputs (branch results, a read-only view of the index, the settings and
+the clock), so the tuning bench re-fuses cached branch results with exactly this code,
+graph boost and recency included, instead of a copy that drifts from what ships.
+
+A note is scored per branch by its best chunk (plus ``chunk_share`` of its other
+chunks' scores) before the branches are fused: a long note is not several candidates,
+and a note matching in two chunks of two branches is still one piece of evidence each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from vaultsearch.config import SearchConfig
+from vaultsearch.models import BranchPart, Explain
+from vaultsearch.search.filters import NoteMeta
+from vaultsearch.search.fusion import graph_boost, normalise, recency_multiplier, tied_ranks
+
+FUSION_METHODS = ("convex", "rrf")
+NORMALISATIONS = ("tm2c2", "minmax")
+
+NAME_MATCH = 1.0
+"""Added for an exact title or alias: more than any fused score (convex tops at 1)."""
+
+BranchHits = Sequence[tuple[int, float]]
+"""One branch's (chunk id, score) pairs, best first."""
+
+
+class FusionView(Protocol):
+    """What fusion reads of an index generation (a ``Snapshot`` is one)."""
+
+    @property
+    def notes(self) -> Mapping[int, NoteMeta]: ...
+    @property
+    def note_of_chunk(self) -> Mapping[int, int]: ...
+    @property
+    def note_by_path(self) -> Mapping[str, int]: ...
+    def first_chunks(self, note_id: int) -> list[int]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FusionSettings:
+    method: str = "convex"
+    weights: Mapping[str, float] = field(default_factory=dict)
+    rrf_k: float = 60.0
+    normalisation: str = "tm2c2"
+    chunk_share: float = 0.0
+    graph_share: float = 0.0
+    graph_top: int = 10
+    recency_tiers: tuple[tuple[float, float], ...] = ()
+
+    @classmethod
+    def from_config(cls, s: SearchConfig, mode: str) -> FusionSettings:
+        """Keyword mode never takes the graph boost: it must return only notes that
+        contain the words (a linked note without them is not a keyword match)."""
+        graph = s.graph_share if s.graph_boost and mode != "keyword" else 0.0
+        return cls(
+            method=s.fusion,
+            weights={"keyword": s.keyword_weight, "semantic": s.semantic_weight},
+            rrf_k=float(s.rrf_k),
+            normalisation=s.normalisation,
+            chunk_share=s.chunk_share,
+            graph_share=graph,
+            graph_top=s.graph_top,
+            recency_tiers=tuple((float(d), float(m)) for d, m in s.recency_tiers)
+            if s.recency
+            else (),
+        )
+
+
+@dataclass(slots=True)
+class Candidate:
+    note_id: int
+    chunks: list[int]
+    """The note's retrieved chunks, best evidence first."""
+    score: float
+    explain: Explain
+
+
+def fuse(
+    branches: Mapping[str, BranchHits],
+    view: FusionView,
+    settings: FusionSettings,
+    now: float,
+    neighbours: Callable[[str], Iterable[str]] | None = None,
+    allowed: set[int] | None = None,
+    banned: frozenset[int] | set[int] = frozenset(),
+    expansions: tuple[str, ...] = (),
+    name: str = "",
+) -> list[Candidate]:
+    """Ranked candidate notes; every score is the sum of its ``Explain`` parts.
+
+    ``name``: the query as typed; a candidate whose title or alias it is (a user typing
+    a note's name to get to it) gets ``NAME_MATCH`` added, which puts it first."""
+    weights = {b: settings.weights.get(b, 1.0) for b in branches}
+    total_w = sum(weights.values()) or 1.0
+    parts: dict[int, list[BranchPart]] = {}
+    chunk_score: dict[int, float] = {}
+    note_chunks: dict[int, list[int]] = {}
+    for branch, hits in branches.items():
+        w = weights[branch]
+        if w == 0:
+            continue
+        kept = [
+            (cid, s, nid)
+            for cid, s in hits
+            if (nid := view.note_of_chunk.get(cid)) is not None
+            and nid not in banned
+            and (allowed is None or nid in allowed)
+        ]
+        for (cid, _, nid), norm in zip(
+            kept, normalise([s for _, s, _ in kept], "tm2c2"), strict=True
+        ):
+            chunk_score[cid] = chunk_score.get(cid, 0.0) + w * norm
+            note_chunks.setdefault(nid, []).append(cid)
+        for part in _branch_parts(branch, kept, w, total_w, settings):
+            parts.setdefault(view.note_of_chunk[part.chunk_id], []).append(part)
+    fused = {nid: sum(p.contribution for p in ps) for nid, ps in parts.items()}
+
+    graph: dict[int, tuple[float, str]] = {}
+    if settings.graph_share > 0 and neighbours is not None and fused:
+        by_path = {view.notes[n].path: v for n, v in fused.items()}
+        _, gifts = graph_boost(by_path, neighbours, settings.graph_top, settings.graph_share)
+        for path, gift in gifts.items():
+            nid = view.note_by_path.get(path)
+            if nid is None or nid in banned or (allowed is not None and nid not in allowed):
+                continue
+            graph[nid] = (gift.added, str(gift.source))
+
+    target = _fold(name) if name else ""
+    out = []
+    for nid in set(fused) | set(graph):
+        chunks = sorted(note_chunks.get(nid, []), key=lambda c: (-chunk_score[c], c))
+        chunks = list(dict.fromkeys(chunks)) or view.first_chunks(nid)
+        if not chunks:
+            continue
+        named = NAME_MATCH if target and _named(view.notes[nid], target) else 0.0
+        base = fused.get(nid, 0.0) + named
+        added, source = graph.get(nid, (0.0, None))
+        mult = 1.0
+        if settings.recency_tiers:
+            age = (now - view.notes[nid].date) / 86400
+            mult = recency_multiplier(age, settings.recency_tiers)
+        recency_added = (base + added) * (mult - 1.0)
+        explain = Explain(
+            method=settings.method,
+            branches=tuple(sorted(parts.get(nid, []), key=lambda p: p.branch)),
+            name_added=named,
+            graph_added=added,
+            graph_from=source,
+            recency_multiplier=mult,
+            recency_added=recency_added,
+            expansions=expansions,
+        )
+        out.append(Candidate(nid, chunks, explain.total, explain))
+    out.sort(key=lambda c: (-c.score, view.notes[c.note_id].path))
+    return out
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def _named(note: NoteMeta, target: str) -> bool:
+    """Whether ``target`` (folded) is the note's title or one of its aliases (``aliases``
+    or ``alias``, a string or a list)."""
+    if _fold(note.title) == target:
+        return True
+    for key in ("aliases", "alias"):
+        value = note.frontmatter.get(key)
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, str) and _fold(v) == target:
+                return True
+    return False
+
+
+def _branch_parts(
+    name: str,
+    kept: Sequence[tuple[int, float, int]],
+    weight: float,
+    total_weight: float,
+    settings: FusionSettings,
+) -> list[BranchPart]:
+    best: dict[int, list[float]] = {}  # note -> [best chunk, its score, sum of the rest]
+    for cid, score, nid in kept:
+        entry = best.get(nid)
+        if entry is None:
+            best[nid] = [cid, score, 0.0]
+        else:
+            entry[2] += max(score, 0.0)
+    raw = sorted(
+        ((nid, e[1] + settings.chunk_share * e[2]) for nid, e in best.items()),
+        key=lambda x: (-x[1], x[0]),
+    )
+    ranks = tied_ranks(raw)
+    if settings.method == "rrf":
+        norms = [1.0 / (settings.rrf_k + ranks[nid]) for nid, _ in raw]
+        scale = weight
+    else:
+        norms = normalise([s for _, s in raw], settings.normalisation)
+        scale = weight / total_weight
+    return [
+        BranchPart(name, int(best[nid][0]), ranks[nid], s, n, scale, scale * n)
+        for (nid, s), n in zip(raw, norms, strict=True)
+    ]
