@@ -179,7 +179,7 @@ def test_manifest_is_deterministic_and_check_reports(vault: Vault) -> None:
             "precision": "int8-static",
         },
     }
-    assert data["chunking"] == {"size": 1000, "overlap": 100}
+    assert data["chunking"] == {"size": 1000, "overlap": 100, "max_chunks_per_note": 2000}
     assert "generation" not in manifest and "last_indexed" not in manifest
     assert vault.check().status == "current"
     vault.index(full=True)
