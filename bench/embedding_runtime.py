@@ -99,6 +99,7 @@ def mcp_initialize(source: Path, work: Path, n: int) -> list[float]:
     from mcp_latency import time_to_initialize
 
     vault = work / "cold-vault"
+    shutil.rmtree(vault, ignore_errors=True)
     shutil.copytree(source, vault)
     times = []
     for i in range(n):
