@@ -184,7 +184,7 @@ def dry_run() -> str:
     return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "no output"
 
 
-PARTS = ("index", "queries", "quality", "sizes", "install")
+PARTS = ("index", "batch", "queries", "quality", "sizes", "install")
 WORK = CACHE / "embedding-runtime"
 """Kept between runs: the vault copy, the default backend's index and each part's text,
 so one part can be measured again (``--parts queries``) and the section still has all."""
@@ -219,6 +219,29 @@ def part_index(source: Path, vault: Path) -> str:
         "| backend | threads | chunks embedded | seconds | chunks/s | chunks per CPU-second | load average (1, 5, 15 min) before → after |\n"
         "| --- | ---: | ---: | ---: | ---: | ---: | --- |\n" + "\n".join(rows) + "\n\n"
         f"Per CPU-second the default embeds **{ratio:.2f}×** as many chunks as torch bf16."
+    )
+
+
+def part_batch(vault: Path) -> str:
+    """embedding.batch_size: chunks per CPU-second of the default backend on 256 passages."""
+    from vaultsearch.config import EmbeddingConfig
+    from vaultsearch.embedding import Embedder
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from convert_model import calibration_texts
+
+    texts = calibration_texts([vault], 256)
+    before, rates = load(), []
+    for size in (4, 8, 16, 32, 64):
+        embedder = Embedder(EmbeddingConfig(batch_size=size))
+        embedder.embed_texts(texts[:32])
+        t = time.process_time()
+        embedder.embed_texts(texts)
+        rates.append(f"{size}: {len(texts) / (time.process_time() - t):.1f}")
+    return (
+        f"**Batch size** (`embedding.batch_size`; chunks per CPU-second of the default backend, "
+        f"{len(texts)} passages of up to 1,000 characters, sorted by length; load average "
+        f"{before} → {load()}): {'; '.join(rates)}. The default is 16."
     )
 
 
@@ -301,6 +324,8 @@ def main() -> None:
     for part in parts:
         if part == "index":
             texts[part] = part_index(source, vault)
+        elif part == "batch":
+            texts[part] = part_batch(vault)
         elif part == "queries":
             texts[part] = part_queries(source, vault, args.cold)
         elif part == "quality" and (SHARED / "scifact").is_dir():
