@@ -251,7 +251,8 @@ def part_queries(source: Path, vault: Path, cold_runs: int) -> str:
         run_child("--child-index", str(vault), str(ov_index), str(config_file(WORK, "openvino")))
     files = sum(1 for _ in vault.rglob("*.md"))
     before = load()
-    cold = cold_searches(vault, ov_index, cold_runs)
+    cold, cold_cpu = cold_searches(vault, ov_index, cold_runs)
+    imports = import_cpu()
     init = mcp_initialize(source, WORK, 5)
     rss = mcp_idle_rss(vault, ov_index)
     p50, p95, chunks = warm_p95(vault, ov_index, 200)
@@ -259,9 +260,11 @@ def part_queries(source: Path, vault: Path, cold_runs: int) -> str:
         f"**Cold and warm queries, default backend** (load average {before} → {load()}):\n\n"
         "| measure | result | goal |\n| --- | ---: | ---: |\n"
         f"| cold CLI hybrid search (`vaultsearch search`, fresh process, median of {len(cold)}) "
-        f"| {statistics.median(cold):.2f} s (min {min(cold):.2f}, max {max(cold):.2f}) | ≤ 1.0 s |\n"
+        f"| {statistics.median(cold):.2f} s (min {min(cold):.2f}, max {max(cold):.2f}); "
+        f"CPU {statistics.median(cold_cpu):.2f} s | ≤ 1.0 s |\n"
         f"| MCP start to `initialize` answer, {files}-note vault with no index (median of {len(init)}) "
-        f"| {statistics.median(init):.2f} s | ≤ 0.5 s |\n"
+        f"| {statistics.median(init):.2f} s (importing the server's modules alone: "
+        f"{imports:.2f} CPU-s) | ≤ 0.5 s |\n"
         f"| RSS of an idle MCP server after one hybrid search | {rss:.0f} MB | ≤ 250 MB |\n"
         f"| warm hybrid search in-process, {chunks} chunks, 200 note titles | p50 {p50:.1f} ms, p95 {p95:.1f} ms | |"
     )
