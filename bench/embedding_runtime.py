@@ -1,7 +1,7 @@
 """Both embedding backends in one run: indexing speed, retrieval quality, cold starts,
 memory, installed size and the install resolution (issue #10's figures).
 
-Run: `make bench-embedding` (or `.venv/bin/python bench/embedding_runtime.py [--no-sizes]`).
+Run: `make bench-embedding` (or `.venv/bin/python bench/embedding_runtime.py [--parts queries,...]`).
 Every timing is reported with the load average beside it, and indexing also as chunks
 per CPU-second of the process, which a busy shared machine does not distort.
 """
@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import ROOT, SHARED, percentile, require, write_section
+from _report import CACHE, ROOT, SHARED, percentile, require, write_section
 
 NAME = "vaultofknowledge"
 BACKENDS = {"openvino": "default (OpenVINO static INT8)", "huggingface": "huggingface (torch bf16)"}
@@ -83,22 +83,43 @@ def run_child(*argv: str) -> dict[str, object]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def cold_searches(vault: Path, index_dir: Path, n: int) -> list[float]:
+def child_cpu() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def cold_searches(vault: Path, index_dir: Path, n: int) -> tuple[list[float], list[float]]:
+    """Wall seconds, and CPU seconds (what a busy machine does not inflate), per process."""
     argv = [sys.executable, "-m", "vaultsearch.cli", "search", QUERY, "--vault", str(vault)]
-    times = []
+    times, cpus = [], []
     for _ in range(n):
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), child_cpu()
         subprocess.run(
             [*argv, "--index-dir", str(index_dir), "--json"], check=True, capture_output=True
         )
         times.append(time.perf_counter() - t)
-    return times
+        cpus.append(child_cpu() - cpu)
+    return times, cpus
+
+
+def import_cpu(n: int = 5) -> float:
+    """CPU seconds of Python importing the MCP server's modules (the floor of a start)."""
+    cpus = []
+    for _ in range(n):
+        cpu = child_cpu()
+        code = "import vaultsearch.cli, vaultsearch.server.app"
+        subprocess.run([sys.executable, "-c", code], check=True)
+        cpus.append(child_cpu() - cpu)
+    return statistics.median(cpus)
 
 
 def mcp_initialize(source: Path, work: Path, n: int) -> list[float]:
     from mcp_latency import time_to_initialize
 
     vault = work / "cold-vault"
+    shutil.rmtree(vault, ignore_errors=True)
     shutil.copytree(source, vault)
     times = []
     for i in range(n):
@@ -119,7 +140,8 @@ def mcp_idle_rss(vault: Path, index_dir: Path) -> float:
     cmd = server_cmd(vault, index_dir)
 
     async def go() -> float:
-        params = StdioServerParameters(command=cmd[0], args=cmd[1:])
+        # the SDK passes the server only a few variables: PYTHONPATH must reach it too
+        params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ))
         with open(os.devnull, "w") as quiet:
             async with Client(stdio_client(params, errlog=quiet), read_timeout_seconds=300) as c:
                 r = await c.call_tool("search", {"query": QUERY})
@@ -182,116 +204,164 @@ def dry_run() -> str:
     return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "no output"
 
 
+PARTS = ("index", "batch", "queries", "quality", "sizes", "install")
+WORK = CACHE / "embedding-runtime"
+"""Kept between runs: the vault copy, the default backend's index and each part's text,
+so one part can be measured again (``--parts queries``) and the section still has all."""
+
+
+def part_index(source: Path, vault: Path) -> str:
+    files = sum(1 for _ in vault.rglob("*.md"))
+    index: dict[str, dict[str, object]] = {}
+    loads: dict[str, str] = {}
+    for backend in BACKENDS:
+        index_dir = WORK / f"index-{backend}"
+        shutil.rmtree(index_dir, ignore_errors=True)
+        before = load()
+        index[backend] = run_child(
+            "--child-index", str(vault), str(index_dir), str(config_file(WORK, backend))
+        )
+        loads[backend] = f"{before} → {load()}"
+        print(backend, index[backend], loads[backend], flush=True)
+    rows = []
+    for backend, label in BACKENDS.items():
+        r = index[backend]
+        wall, cpu, chunks = float(r["wall"]), float(r["cpu"]), int(r["chunks"])  # type: ignore[arg-type]
+        rows.append(
+            f"| {label} | {r['threads']} | {chunks} | {wall:.0f} | {chunks / wall:.1f} "
+            f"| {chunks / cpu:.1f} | {loads[backend]} |"
+        )
+    ov, hf = index["openvino"], index["huggingface"]
+    ratio = (int(ov["chunks"]) / float(ov["cpu"])) / (int(hf["chunks"]) / float(hf["cpu"]))  # type: ignore[arg-type]
+    return (
+        f"**Indexing `{source.name}` from scratch** ({files} Markdown files; `vaultsearch index` "
+        "in a fresh process per backend, the model on every core):\n\n"
+        "| backend | threads | chunks embedded | seconds | chunks/s | chunks per CPU-second | load average (1, 5, 15 min) before → after |\n"
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- |\n" + "\n".join(rows) + "\n\n"
+        f"Per CPU-second the default embeds **{ratio:.2f}×** as many chunks as torch bf16."
+    )
+
+
+def part_batch(vault: Path) -> str:
+    """embedding.batch_size: chunks per CPU-second of the default backend on 256 passages."""
+    from vaultsearch.config import EmbeddingConfig
+    from vaultsearch.embedding import Embedder
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from convert_model import calibration_texts
+
+    texts = calibration_texts([vault], 256)
+    before, rates = load(), []
+    for size in (4, 8, 16, 32, 64):
+        embedder = Embedder(EmbeddingConfig(batch_size=size))
+        embedder.embed_texts(texts[:32])
+        t = time.process_time()
+        embedder.embed_texts(texts)
+        rates.append(f"{size}: {len(texts) / (time.process_time() - t):.1f}")
+    return (
+        f"**Batch size** (`embedding.batch_size`; chunks per CPU-second of the default backend, "
+        f"{len(texts)} passages of up to 1,000 characters, sorted by length; load average "
+        f"{before} → {load()}): {'; '.join(rates)}. Sizes 8 to 32 are within the noise of each "
+        "other from run to run; the default is 16."
+    )
+
+
+def part_queries(source: Path, vault: Path, cold_runs: int) -> str:
+    ov_index = WORK / "index-openvino"
+    if not (ov_index / "index.manifest.json").is_file():
+        run_child("--child-index", str(vault), str(ov_index), str(config_file(WORK, "openvino")))
+    files = sum(1 for _ in vault.rglob("*.md"))
+    before = load()
+    cold, cold_cpu = cold_searches(vault, ov_index, cold_runs)
+    imports = import_cpu()
+    init = mcp_initialize(source, WORK, 5)
+    rss = mcp_idle_rss(vault, ov_index)
+    p50, p95, chunks = warm_p95(vault, ov_index, 200)
+    return (
+        f"**Cold and warm queries, default backend** (load average {before} → {load()}):\n\n"
+        "| measure | result | goal |\n| --- | ---: | ---: |\n"
+        f"| cold CLI hybrid search (`vaultsearch search`, fresh process, median of {len(cold)}) "
+        f"| {statistics.median(cold):.2f} s (min {min(cold):.2f}, max {max(cold):.2f}); "
+        f"CPU {statistics.median(cold_cpu):.2f} s | ≤ 1.0 s |\n"
+        f"| MCP start to `initialize` answer, {files}-note vault with no index (median of {len(init)}) "
+        f"| {statistics.median(init):.2f} s (importing the server's modules alone: "
+        f"{imports:.2f} CPU-s) | ≤ 0.5 s |\n"
+        f"| RSS of an idle MCP server after one hybrid search | {rss:.0f} MB | ≤ 250 MB |\n"
+        f"| warm hybrid search in-process, {chunks} chunks, 200 note titles | p50 {p50:.1f} ms, p95 {p95:.1f} ms | |"
+    )
+
+
+def part_quality() -> str:
+    before = load()
+    quality = {
+        b: run_child("--child-quality", str(WORK / f"scifact-{b}"), str(config_file(WORK, b)))
+        for b in BACKENDS
+    }
+    qrows = [
+        f"| {label} | {mode} | {quality[b][mode]['ndcg@10']:.4f} | {quality[b][mode]['recall@100']:.4f} |"  # type: ignore[index]
+        for b, label in BACKENDS.items()
+        for mode in ("semantic", "hybrid")
+    ]
+    n = quality["openvino"]["hybrid"]["queries"]  # type: ignore[index]
+    return (
+        f"**Retrieval quality**, BEIR SciFact training split ({n} judged queries, default "
+        f"configuration otherwise; load average {before} → {load()}):\n\n"
+        "| backend | mode | nDCG@10 | Recall@100 |\n| --- | --- | ---: | ---: |\n"
+        + "\n".join(qrows)
+        + "\n\ntorch's bf16 autocast gives vectors at cosine 0.99996 to its float32 ones, so "
+        "the huggingface rows stand for the fp32 model."
+    )
+
+
+def part_sizes() -> str:
+    with tempfile.TemporaryDirectory(prefix="vs-bench-venvs-") as tmp:
+        default_mb = venv_size(Path(tmp), str(ROOT), torch=False)
+        full_mb = venv_size(Path(tmp), f"{ROOT}[huggingface]", torch=True)
+    return (
+        "**Installed size** of a fresh virtualenv (`du -sm`, pip and setuptools "
+        f"included): default `pip install .` **{default_mb:.0f} MB** (goal ≤ 400 MB); "
+        f"with the `huggingface` extra (CPU torch first) **{full_mb:.0f} MB**."
+    )
+
+
+def part_install() -> str:
+    return (
+        "**Install resolution** (`tests/test_install.py`: the default install against the "
+        f"package index, pip configuration off): {dry_run()}."
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--no-sizes", action="store_true", help="skip the fresh-venv sizes")
-    parser.add_argument("--no-quality", action="store_true", help="skip SciFact")
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"some of {', '.join(PARTS)}")
     parser.add_argument("--cold", type=int, default=10)
-    parser.add_argument("--vault", type=Path, help=f"instead of the shared {NAME} (smoke runs)")
-    parser.add_argument("--dry", action="store_true", help="print the section, do not write it")
     args = parser.parse_args()
-    source = args.vault or require(SHARED / "vaults" / NAME)
-    name = source.name
-    work = Path(tempfile.mkdtemp(prefix="vs-bench-embedding-"))
-    lines: list[str] = []
-
-    def publish() -> None:
-        """After every part, so a long run that is stopped still leaves its figures."""
-        if args.dry:
-            print("\n\n".join(lines), flush=True)
-        else:
-            write_section("embedding", "Embedding runtime", "\n\n".join(lines))
-
-    try:
-        vault = work / "vault"
+    parts = [p for p in args.parts.split(",") if p]
+    source = require(SHARED / "vaults" / NAME)
+    WORK.mkdir(parents=True, exist_ok=True)
+    vault = WORK / "vault"
+    if "index" in parts or not vault.is_dir():
+        shutil.rmtree(vault, ignore_errors=True)
         shutil.copytree(source, vault)
-        files = sum(1 for _ in vault.rglob("*.md"))
-        index: dict[str, dict[str, object]] = {}
-        loads: dict[str, str] = {}
-        for backend in BACKENDS:
-            index_dir = work / f"index-{backend}"
-            before = load()
-            index[backend] = run_child(
-                "--child-index", str(vault), str(index_dir), str(config_file(work, backend))
-            )
-            loads[backend] = f"{before} → {load()}"
-            print(backend, index[backend], loads[backend], flush=True)
-        rows = []
-        for backend, label in BACKENDS.items():
-            r = index[backend]
-            wall, cpu, chunks = float(r["wall"]), float(r["cpu"]), int(r["chunks"])  # type: ignore[arg-type]
-            rows.append(
-                f"| {label} | {r['threads']} | {chunks} | {wall:.0f} | {chunks / wall:.1f} "
-                f"| {chunks / cpu:.1f} | {loads[backend]} |"
-            )
-        ov, hf = index["openvino"], index["huggingface"]
-        ratio = (int(ov["chunks"]) / float(ov["cpu"])) / (int(hf["chunks"]) / float(hf["cpu"]))  # type: ignore[arg-type]
-        lines.append(
-            f"**Indexing `{name}` from scratch** ({files} Markdown files; `vaultsearch index` in a "
-            "fresh process per backend, the model on every core):\n\n"
-            "| backend | threads | chunks embedded | seconds | chunks/s | chunks per CPU-second | load average (1, 5, 15 min) before → after |\n"
-            "| --- | ---: | ---: | ---: | ---: | ---: | --- |\n" + "\n".join(rows) + "\n\n"
-            f"Per CPU-second the default embeds **{ratio:.2f}×** as many chunks as torch bf16."
+    store = WORK / "parts.json"
+    texts: dict[str, str] = json.loads(store.read_text()) if store.is_file() else {}
+    for part in parts:
+        if part == "index":
+            texts[part] = part_index(source, vault)
+        elif part == "batch":
+            texts[part] = part_batch(vault)
+        elif part == "queries":
+            texts[part] = part_queries(source, vault, args.cold)
+        elif part == "quality" and (SHARED / "scifact").is_dir():
+            texts[part] = part_quality()
+        elif part == "sizes":
+            texts[part] = part_sizes()
+        elif part == "install":
+            texts[part] = part_install()
+        store.write_text(json.dumps(texts, indent=1))
+        write_section(
+            "embedding", "Embedding runtime", "\n\n".join(texts[p] for p in PARTS if p in texts)
         )
-
-        publish()
-        ov_index = work / "index-openvino"
-        before = load()
-        cold = cold_searches(vault, ov_index, args.cold)
-        init = mcp_initialize(source, work, 5)
-        rss = mcp_idle_rss(vault, ov_index)
-        p50, p95, chunks = warm_p95(vault, ov_index, 200)
-        lines.append(
-            f"**Cold and warm queries, default backend** (load average {before} → {load()}):\n\n"
-            "| measure | result | goal |\n| --- | ---: | ---: |\n"
-            f"| cold CLI hybrid search (`vaultsearch search`, fresh process, median of {len(cold)}) "
-            f"| {statistics.median(cold):.2f} s (min {min(cold):.2f}, max {max(cold):.2f}) | ≤ 1.0 s |\n"
-            f"| MCP start to `initialize` answer, {files}-note vault with no index (median of {len(init)}) "
-            f"| {statistics.median(init):.2f} s | ≤ 0.5 s |\n"
-            f"| RSS of an idle MCP server after one hybrid search | {rss:.0f} MB | ≤ 250 MB |\n"
-            f"| warm hybrid search in-process, {chunks} chunks, 200 note titles | p50 {p50:.1f} ms, p95 {p95:.1f} ms | |"
-        )
-
-        publish()
-        if not args.no_quality and (SHARED / "scifact").is_dir():
-            before = load()
-            quality = {
-                b: run_child(
-                    "--child-quality", str(work / f"scifact-{b}"), str(config_file(work, b))
-                )
-                for b in BACKENDS
-            }
-            qrows = [
-                f"| {label} | {mode} | {quality[b][mode]['ndcg@10']:.4f} | {quality[b][mode]['recall@100']:.4f} |"  # type: ignore[index]
-                for b, label in BACKENDS.items()
-                for mode in ("semantic", "hybrid")
-            ]
-            n = quality["openvino"]["hybrid"]["queries"]  # type: ignore[index]
-            lines.append(
-                f"**Retrieval quality**, BEIR SciFact training split ({n} judged queries, default "
-                f"configuration otherwise; load average {before} → {load()}):\n\n"
-                "| backend | mode | nDCG@10 | Recall@100 |\n| --- | --- | ---: | ---: |\n"
-                + "\n".join(qrows)
-                + "\n\ntorch's bf16 autocast gives vectors at cosine 0.99996 to its float32 ones, so "
-                "the huggingface rows stand for the fp32 model."
-            )
-
-        publish()
-        if not args.no_sizes:
-            default_mb = venv_size(work, str(ROOT), torch=False)
-            full_mb = venv_size(work, f"{ROOT}[huggingface]", torch=True)
-            lines.append(
-                "**Installed size** of a fresh virtualenv (`du -sm`, pip and setuptools "
-                f"included): default `pip install .` **{default_mb:.0f} MB** (goal ≤ 400 MB); "
-                f"with the `huggingface` extra (CPU torch first) **{full_mb:.0f} MB**."
-            )
-        lines.append(
-            f"**Install resolution** (`tests/test_install.py`: the default install "
-            f"against the package index, pip configuration off): {dry_run()}."
-        )
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    publish()
 
 
 if __name__ == "__main__":

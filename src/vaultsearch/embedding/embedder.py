@@ -8,7 +8,12 @@ one process pay for one load. The backend is chosen from the configuration by
 
 from __future__ import annotations
 
+import atexit
+import gc
 import threading
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, ClassVar
 
 from vaultsearch._runtime import embedding_threads
@@ -28,6 +33,17 @@ if TYPE_CHECKING:
     import numpy as np
 
 _FIX = "set embedding.model to a local model folder, or to 'default' for the bundled model"
+_LIVE: weakref.WeakSet[Embedder] = weakref.WeakSet()
+
+
+@atexit.register
+def _finish_loads() -> None:
+    """At exit, let a model load in progress end first: OpenVINO aborts the process when
+    its libraries are torn down under a thread that is still compiling the model (a
+    server stopped by SIGTERM while it warms up)."""
+    for embedder in list(_LIVE):
+        embedder._close(timeout=60)
+    gc.collect()
 
 
 class Embedder:
@@ -52,6 +68,10 @@ class Embedder:
         self._fingerprint: Fingerprint | None = None
         self._lock = threading.Lock()
         self._dim: int | None = model_dimension(config.model, config.backend)
+        self._closed = False
+        self._busy = 0
+        self._idle = threading.Condition(self._lock)
+        _LIVE.add(self)
 
     @property
     def loaded(self) -> bool:
@@ -81,6 +101,8 @@ class Embedder:
 
     def _load(self) -> EmbeddingBackend:
         with self._lock:
+            if self._closed:
+                raise ModelLoadError("The process is exiting; the model is not loaded.")
             if self._backend is None:
                 self._backend = self._open()
                 self._dim = self._backend.dimension
@@ -117,8 +139,36 @@ class Embedder:
             import numpy as np
 
             return np.zeros((0, self.dimension), dtype=np.float32)
-        return self._load().embed_documents(texts)
+        with self._in_use() as backend:
+            return backend.embed_documents(texts)
 
     def embed_query(self, text: str) -> np.ndarray:
-        backend = self._backend if self._backend is not None else self._load()
-        return backend.embed_query(text)
+        with self._in_use() as backend:
+            return backend.embed_query(text)
+
+    @contextmanager
+    def _in_use(self) -> Iterator[EmbeddingBackend]:
+        backend = self._load()
+        with self._lock:
+            if self._closed:
+                raise ModelLoadError("The process is exiting; the model is closed.")
+            self._busy += 1
+        try:
+            yield backend
+        finally:
+            with self._lock:
+                self._busy -= 1
+                self._idle.notify_all()
+
+    def _close(self, timeout: float) -> None:
+        """Wait for running model calls, then free the backend; later calls are refused."""
+        if not self._lock.acquire(timeout=timeout):
+            return
+        try:
+            self._closed = True
+            self._idle.wait_for(lambda: self._busy == 0, timeout=timeout)
+            close = getattr(self._backend, "close", None)
+            if self._busy == 0 and callable(close):
+                close()
+        finally:
+            self._lock.release()

@@ -53,6 +53,7 @@ class OpenVinoBackend:
         except Exception:  # an unwritable cache folder costs speed, never the search
             self._compiled = ov.Core().compile_model(str(folder / IR_FILE), "CPU", properties)
         self._requests = threading.local()
+        self._all_requests: list[Any] = []
         self.dimension = int(self._run(["dimension probe"]).shape[1])
 
     def _request(self) -> Any:
@@ -60,7 +61,15 @@ class OpenVinoBackend:
         request = getattr(self._requests, "request", None)
         if request is None:
             request = self._requests.request = self._compiled.create_infer_request()
+            self._all_requests.append(request)
         return request
+
+    def close(self) -> None:
+        """Free the compiled model while the interpreter is whole: left to the exit's
+        teardown, OpenVINO's threads can outlive their owners and abort the process."""
+        self._all_requests.clear()
+        self._requests = threading.local()
+        self._compiled = None
 
     def _run(self, texts: list[str]) -> np.ndarray:
         inputs = encode(self._tokenizer, texts)
