@@ -128,7 +128,7 @@ async def latencies(vault: Vault, queries: list[str]) -> dict[str, tuple[list[fl
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     cmd = server_cmd(vault.root, vault.index_dir)
-    params = StdioServerParameters(command=cmd[0], args=cmd[1:])
+    params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ))
     out: dict[str, tuple[list[float], list[float]]] = {}
     with open(os.devnull, "w") as quiet:
         async with Client(stdio_client(params, errlog=quiet), read_timeout_seconds=300) as client:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -97,7 +98,9 @@ def test_a_session_over_stdio(
     caplog.set_level(logging.ERROR, logger="mcp.client.stdio")
     root, index_dir = indexed
     errlog = tmp_path / "stderr.log"
-    params = StdioServerParameters(command=sys.executable, args=server_args(root, index_dir))
+    params = StdioServerParameters(
+        command=sys.executable, args=server_args(root, index_dir), env=dict(os.environ)
+    )
     calls = 0
 
     async def session() -> None:
@@ -217,7 +220,9 @@ def test_before_any_index_search_says_it_is_building(tmp_path: Path) -> None:
     root, index_dir = make_vault(tmp_path, index=False)
     (root / "Big.md").write_text("".join(f"line {i}\n" for i in range(1, 501)))
     params = StdioServerParameters(
-        command=sys.executable, args=server_args(root, index_dir, "--no-watch")
+        command=sys.executable,
+        args=server_args(root, index_dir, "--no-watch"),
+        env=dict(os.environ),
     )
 
     async def session() -> None:
