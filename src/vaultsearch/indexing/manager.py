@@ -1,12 +1,10 @@
 """The IndexManager: parse every changed note and fan it out to the store.
 
-An update changes the live generation in place, one committed batch at a time (the
-catalog transaction first, then every derived index, the state file last), so a
-crash leaves a catalog ahead of or level with the derived indexes, and the next
-run brings them level without the model. A rebuild (``--full``, a changed
-manifest, a damaged catalog, ``check --repair``) fills a new generation beside the
-live one and switches readers to it in one step, so no reader ever sees it half
-built.
+No run writes the generation readers use. An update fills a copy of the live
+generation (catalog copied, Tantivy's segments hard-linked); a rebuild (``--full``,
+a changed manifest, a damaged catalog, ``check --repair``) fills an empty one. Either
+is published in one step when complete, so a crash or a full disk leaves the previous
+generation served, and no reader ever sees part of a run.
 """
 
 from __future__ import annotations
@@ -167,12 +165,7 @@ class IndexManager:
             return IndexCheck("rebuild", damage)
         catalog = open_catalog_for_reading(current.catalog)
         try:
-            plan = plan_changes(
-                self.scan(),
-                catalog.file_states(),
-                catalog.failures(),
-                self.config.vault.max_file_size,
-            )
+            plan = self._plan_against(catalog)
             state = read_state(current.root) or {}
             behind = state.get("generation") != catalog.generation
         finally:
@@ -192,14 +185,17 @@ class IndexManager:
             return report
         catalog = open_catalog_for_reading(current.catalog)
         try:
-            plan = plan_changes(
-                self.scan(), catalog.file_states(), catalog.failures(),
-                self.config.vault.max_file_size,
-            )  # fmt: skip
+            plan = self._plan_against(catalog)
         finally:
             catalog.close()
         report.problems += [f"files: {d} since the last index run" for d in describe_plan(plan)]
         return report
+
+    def _plan_against(self, catalog: Catalog) -> ChangePlan:
+        """What the vault's files would change in this catalog (read-only questions)."""
+        return plan_changes(
+            self.scan(), catalog.file_states(), catalog.failures(), self.config.vault.max_file_size
+        )
 
     # --- writing --------------------------------------------------------------
     @contextmanager
