@@ -49,6 +49,15 @@ class Section:
     end_line: int
     start_char: int
     end_char: int
+    qualified_name: str = ""
+    """Code: the dotted name of the class, function or method (``Class.method``)."""
+    node_type: str = ""
+    """Code: the syntax node the section is (``function_definition``, ``class``...)."""
+    page: int = 0
+    """PDF: the 1-based page; 0 for sources without pages."""
+
+
+SourceKind = Literal["note", "code", "pdf", "text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +76,9 @@ class ParsedNote:
     """From frontmatter (updated, modified, date, created); ``None`` means use the mtime."""
     warnings: tuple[str, ...] = ()
     """Problems the parser recovered from, e.g. invalid YAML: recorded, never fatal."""
+    kind: SourceKind = "note"
+    language: str = ""
+    """Code: the grammar's language name (``python``, ``typescript``...)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +92,9 @@ class Chunk:
     text: str
     embed_text: str
     """What the model sees: title and heading path, then the text. Never ids or paths."""
+    qualified_name: str = ""
+    node_type: str = ""
+    page: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +190,13 @@ class Hit:
     """Matched character ranges of ``snippet``, start inclusive, end exclusive."""
     confidence: float = 0.0
     """Estimated probability, 0..1, that this note answers the query (see ``confidence``)."""
+    source: str = ""
+    """The named source the file belongs to; empty for the vault itself."""
+    kind: SourceKind = "note"
+    language: str = ""
+    qualified_name: str = ""
+    node_type: str = ""
+    page: int = 0
 
     def marked_snippet(self, open_mark: str = "«", close_mark: str = "»") -> str:
         return mark(self.snippet, self.highlights, open_mark, close_mark)
@@ -191,6 +213,11 @@ class Hit:
             "score": round(self.score, 6),
             "confidence": round(self.confidence, 3),
         }
+        for key in ("source", "language", "qualified_name", "node_type", "page"):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
+        if self.kind != "note":
+            out["kind"] = self.kind
         if self.explain is not None:
             out["explain"] = self.explain.to_dict()
         return out
