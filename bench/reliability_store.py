@@ -32,6 +32,9 @@ from pathlib import Path
 from _report import ROOT, write_section
 
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT))
+
+from tests.corpus import WORDS
 
 from vaultsearch import Vault
 from vaultsearch.cli import main as cli_main
@@ -43,28 +46,6 @@ from vaultsearch.store.generations import hold_current
 from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.verify import settings_of
 
-WORDS = [
-    "river",
-    "mountain",
-    "cloud",
-    "forest",
-    "desert",
-    "ocean",
-    "valley",
-    "glacier",
-    "meadow",
-    "canyon",
-    "harbor",
-    "lantern",
-    "violin",
-    "copper",
-    "saffron",
-    "orchard",
-    "falcon",
-    "marble",
-    "thunder",
-    "willow",
-]
 QUERIES = ["river", "mountain forest", "copper lantern", "falcon", "saffron orchard",
            "glacier valley", "thunder", "marble violin", "willow harbor", "note 0042"]  # fmt: skip
 DAMAGES = ("delete", "truncate", "randomise", "bitflip")

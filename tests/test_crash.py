@@ -10,23 +10,12 @@ import time
 from pathlib import Path
 
 from tests.conftest import embeddings, write_files
+from tests.corpus import WORDS
 from vaultsearch import Vault
 from vaultsearch.store.catalog import Catalog
 from vaultsearch.store.layout import IndexLayout
 
 N = 320  # the writer commits every 256 files: one batch lands, one is cut
-WORDS = [
-    "river",
-    "mountain",
-    "cloud",
-    "forest",
-    "desert",
-    "ocean",
-    "valley",
-    "glacier",
-    "meadow",
-    "canyon",
-]
 
 
 def _many_notes(n: int) -> dict[str, str | bytes]:

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import embeddings, write_files
+from tests.corpus import WORDS
 from vaultsearch import Vault
 from vaultsearch.cli import main
 from vaultsearch.errors import IndexCorruptError
@@ -30,18 +31,6 @@ from vaultsearch.store.embedcache import EmbeddingCache
 from vaultsearch.store.generations import hold_current
 from vaultsearch.store.layout import IndexLayout
 
-WORDS = [
-    "river",
-    "mountain",
-    "cloud",
-    "forest",
-    "desert",
-    "ocean",
-    "valley",
-    "glacier",
-    "meadow",
-    "canyon",
-]
 SRC = Path(__file__).resolve().parent.parent / "src"
 
 
