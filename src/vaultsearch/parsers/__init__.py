@@ -14,21 +14,41 @@ from typing import Protocol
 from pathspec.patterns.gitignore.basic import GitIgnoreBasicPattern
 
 from vaultsearch.models import ParsedNote
+from vaultsearch.parsers.code import CodeParser
+from vaultsearch.parsers.codeplain import PlainCodeParser
 from vaultsearch.parsers.markdown import MarkdownParser
+from vaultsearch.parsers.pdf import PdfParser
 from vaultsearch.parsers.text import PlainTextParser
 
 __all__ = [
+    "CODE_EXTENSIONS",
     "DEFAULT_PARSER_MAP",
+    "PLAIN_CODE_EXTENSIONS",
+    "BinaryParser",
+    "CodeParser",
     "MarkdownParser",
     "Parser",
     "ParserRegistry",
+    "PdfParser",
+    "PlainCodeParser",
     "PlainTextParser",
+    "is_binary",
 ]
+
+CODE_EXTENSIONS = ("py", "js", "mjs", "cjs", "jsx", "ts", "tsx", "go", "rs", "java")
+"""Read by syntax tree (``code``)."""
+PLAIN_CODE_EXTENSIONS = (
+    "c", "h", "cc", "cpp", "hpp", "cs", "rb", "php", "swift", "kt", "scala", "sh", "lua",
+)  # fmt: skip
+"""Read by blank lines and indentation (``code-plain``): no grammar is shipped for them."""
 
 DEFAULT_PARSER_MAP: dict[str, str] = {
     "**/*.md": "markdown",
     "**/*.markdown": "markdown",
     "**/*.txt": "text",
+    **{f"**/*.{ext}": "code" for ext in CODE_EXTENSIONS},
+    **{f"**/*.{ext}": "code-plain" for ext in PLAIN_CODE_EXTENSIONS},
+    "**/*.pdf": "pdf",
 }
 
 
@@ -40,9 +60,26 @@ class Parser(Protocol):
         ...
 
 
+class BinaryParser(Parser, Protocol):
+    """A parser of files that are not text (PDF): indexing hands it the bytes."""
+
+    binary: bool
+
+    def parse_bytes(self, path: str, data: bytes) -> ParsedNote:
+        """Parse one file's bytes; raises ``UnreadableFile`` with the reason to record."""
+        ...
+
+
+def is_binary(parser: Parser) -> bool:
+    return bool(getattr(parser, "binary", False))
+
+
 _FACTORIES: dict[str, Callable[[], Parser]] = {
     "markdown": MarkdownParser,
     "text": PlainTextParser,
+    "code": CodeParser,
+    "code-plain": PlainCodeParser,
+    "pdf": PdfParser,
 }
 _DIR_OR_END = "(?:/|$)"
 
