@@ -319,3 +319,13 @@ def test_grammars_load_with_the_network_refused(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_minified_one_line_non_ascii_code_slices_exactly() -> None:
+    text = ";".join(f"function fé{i}(){{return 'ü{i}'}}" for i in range(2000))
+    note = CodeParser().parse("dist/app.min.js", text)
+    assert len(note.sections) == 2000
+    for i in (0, 1, 999, 1999):
+        s = note.sections[i]
+        assert note.text[s.start_char : s.end_char] == f"function fé{i}(){{return 'ü{i}'}}"
+        assert (s.start_line, s.end_line, s.qualified_name) == (1, 1, f"dist.app.min.fé{i}")

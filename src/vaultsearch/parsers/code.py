@@ -180,6 +180,7 @@ class _CharOffsets:
         self.ascii = len(data) == len(text)
         self.line_bytes = [0]
         self.line_chars = [0]
+        self._last = (-1, 0, 0)
         pos = text.find("\n")
         while pos >= 0:
             self.line_chars.append(pos + 1)
@@ -191,11 +192,16 @@ class _CharOffsets:
                 pos = data.find(b"\n", pos + 1)
 
     def char(self, b: int) -> int:
+        """Asked in increasing order, so a long line (minified code) is decoded once."""
         if self.ascii:
             return b
         row = bisect_right(self.line_bytes, b) - 1
-        head = self.data[self.line_bytes[row] : b].decode("utf-8", "surrogatepass")
-        return self.line_chars[row] + len(head)
+        from_b, from_c = self.line_bytes[row], self.line_chars[row]
+        if self._last[0] == row and self._last[1] <= b:
+            from_b, from_c = self._last[1], self._last[2]
+        c = from_c + len(self.data[from_b:b].decode("utf-8", "surrogatepass"))
+        self._last = (row, b, c)
+        return c
 
     def line(self, c: int) -> int:
         return bisect_right(self.line_chars, max(c, 0))
