@@ -14,7 +14,7 @@ from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from vaultsearch.indexing.links import LinkResolver
 from vaultsearch.indexing.progress import Progress, SilentProgress
 from vaultsearch.indexing.scan import FileInfo, IgnoreRules, scan_paths, scan_vault
 from vaultsearch.models import Chunk, ParsedNote
-from vaultsearch.parsers import BinaryParser, Parser, ParserRegistry, is_binary
+from vaultsearch.parsers import Parser, ParserRegistry, parse_content
 from vaultsearch.store.catalog import Catalog, open_catalog_for_reading, seal_catalog
 from vaultsearch.store.derived import Batch, DerivedSettings
 from vaultsearch.store.embedcache import EmbeddingCache, default_cache_dir
@@ -585,10 +585,7 @@ class IndexManager:
 
 
 def parse_file(parser: Parser, ft: FileText) -> ParsedNote:
-    """The one place a file meets its parser: bytes for a PDF, decoded text otherwise."""
-    if is_binary(parser):
-        return cast(BinaryParser, parser).parse_bytes(ft.info.path, ft.data)
-    return parser.parse(ft.info.path, ft.text)
+    return parse_content(parser, ft.info.path, ft.text, ft.data)
 
 
 def _title_of(parser: Parser, ft: FileText) -> str | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from typing import Protocol, cast
 
 from pathspec.patterns.gitignore.basic import GitIgnoreBasicPattern
 
@@ -33,6 +33,7 @@ __all__ = [
     "PlainCodeParser",
     "PlainTextParser",
     "is_binary",
+    "parse_content",
 ]
 
 CODE_EXTENSIONS = ("py", "js", "mjs", "cjs", "jsx", "ts", "tsx", "go", "rs", "java")
@@ -72,6 +73,14 @@ class BinaryParser(Parser, Protocol):
 
 def is_binary(parser: Parser) -> bool:
     return bool(getattr(parser, "binary", False))
+
+
+def parse_content(parser: Parser, path: str, text: str, data: bytes) -> ParsedNote:
+    """The one place a file meets its parser: the bytes for a binary parser (PDF), the
+    decoded text otherwise."""
+    if is_binary(parser):
+        return cast(BinaryParser, parser).parse_bytes(path, data)
+    return parser.parse(path, text)
 
 
 _FACTORIES: dict[str, Callable[[], Parser]] = {
