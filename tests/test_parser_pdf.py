@@ -39,14 +39,19 @@ def test_title_falls_back_to_the_first_line() -> None:
     assert note.title == "Quarterly Report"
 
 
-def test_a_pdf_with_only_an_owner_password_is_read() -> None:
-    data = make_pdf([["Restricted printing, open reading."]], user_password="")
+METHODS = ["RC4", "AES_128", "AES_256"]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_pdf_with_only_an_owner_password_is_read(method: str) -> None:
+    data = make_pdf([["Restricted printing, open reading."]], user_password="", method=method)
     note = PdfParser().parse_bytes("owner.pdf", data)
     assert "open reading" in note.text
 
 
-def test_a_pdf_that_needs_a_password_is_refused_with_the_reason() -> None:
-    data = make_pdf([["Top secret plans."]], user_password="letmein")
+@pytest.mark.parametrize("method", METHODS)
+def test_a_pdf_that_needs_a_password_is_refused_with_the_reason(method: str) -> None:
+    data = make_pdf([["Top secret plans."]], user_password="letmein", method=method)
     with pytest.raises(FileUnreadableError, match="encrypted PDF that needs a password"):
         PdfParser().parse_bytes("secret.pdf", data)
 

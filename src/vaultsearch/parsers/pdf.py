@@ -34,10 +34,8 @@ class PdfParser:
         logging.getLogger("pypdf").setLevel(logging.ERROR)  # its recoveries are noise to users
         try:
             reader = PdfReader(io.BytesIO(data), strict=False)
-            if reader.is_encrypted and not _opens_without_password(reader):
-                raise FileUnreadableError(
-                    "encrypted PDF that needs a password; save an unencrypted copy to index it."
-                )
+            if reader.is_encrypted:
+                _open_without_password(reader)
             pages = list(reader.pages)
             info = reader.metadata
         except FileUnreadableError:
@@ -47,13 +45,24 @@ class PdfParser:
         return _note(path, pages, info)
 
 
-def _opens_without_password(reader: Any) -> bool:
+def _open_without_password(reader: Any) -> None:
     """Many PDFs carry only an owner password (no printing, no copying) and open in any
     viewer with an empty user password: those are read."""
+    from pypdf.errors import DependencyError
+
     try:
-        return bool(reader.decrypt(""))
-    except Exception:  # a missing crypto dependency or an unknown handler: not readable
-        return False
+        opened = bool(reader.decrypt(""))
+    except DependencyError:
+        raise FileUnreadableError(
+            "encrypted PDF (AES) that needs the cryptography package to open; "
+            "pip install cryptography to index it."
+        ) from None
+    except Exception as exc:  # an unknown security handler, a damaged key
+        raise FileUnreadableError(f"encrypted PDF that cannot be opened ({_short(exc)}).") from None
+    if not opened:
+        raise FileUnreadableError(
+            "encrypted PDF that needs a password; save an unencrypted copy to index it."
+        )
 
 
 def _note(path: str, pages: list[Any], info: Any) -> ParsedNote:
