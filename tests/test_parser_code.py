@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -85,7 +86,7 @@ def test_module_paths() -> None:
     assert module_path("web/app.ts", "typescript") == "web.app"
 
 
-GO = """\
+GO_SOURCE = """\
 package server
 
 import "net/http"
@@ -103,7 +104,7 @@ type Handler interface{ Serve() }
 
 
 def test_go_methods_are_named_by_their_receiver() -> None:
-    note = CodeParser().parse("cmd/server/server.go", GO)
+    note = CodeParser().parse("cmd/server/server.go", GO_SOURCE)
     assert note.language == "go"
     assert outline(note) == [
         ("cmd.server.server", "module", 1, 3),
@@ -329,3 +330,20 @@ def test_minified_one_line_non_ascii_code_slices_exactly() -> None:
         s = note.sections[i]
         assert note.text[s.start_char : s.end_char] == f"function fé{i}(){{return 'ü{i}'}}"
         assert (s.start_line, s.end_line, s.qualified_name) == (1, 1, f"dist.app.min.fé{i}")
+
+
+def test_a_missing_grammar_package_falls_back_to_blank_lines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A grammar left out of an install must cost structure, not the file."""
+    import vaultsearch.parsers.code as code_module
+    from vaultsearch.parsers.code_languages import GO
+
+    missing = replace(GO, module="tree_sitter_go_not_installed")
+    monkeypatch.setitem(code_module.BY_EXTENSION, "go", missing)
+    note = CodeParser().parse("cmd/main.go", GO_SOURCE)
+    assert (note.kind, note.language) == ("code", "go")
+    assert note.sections and all(s.node_type == "block" for s in note.sections)
+    assert note.warnings == (
+        "grammar package tree_sitter_go_not_installed is not installed; read by blank lines",
+    )

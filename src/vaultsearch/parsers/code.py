@@ -11,7 +11,7 @@ decorators, ``export`` keyword and the comments right above it belong to it.
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -58,8 +58,14 @@ class CodeParser:
         spec = BY_EXTENSION.get(extension(path))
         if spec is None:
             return self._plain.parse(path, text)
+        try:
+            parser = self._parser(spec)
+        except ImportError:
+            note = self._plain.parse(path, text)
+            warning = f"grammar package {spec.module} is not installed; read by blank lines"
+            return replace(note, warnings=(*note.warnings, warning))
         data = text.encode("utf-8", "surrogatepass")
-        root = self._parser(spec).parse(data).root_node
+        root = parser.parse(data).root_node
         prefix = _java_package(root) if spec.name == "java" else module_path(path, spec.name)
         title = f"{prefix}.{PurePosixPath(path).stem}" if spec.name == "java" else prefix
         defs = _collect(spec, root, ())
