@@ -3,7 +3,10 @@ from __future__ import annotations
 import pytest
 
 from vaultsearch.parsers import DEFAULT_PARSER_MAP, ParserRegistry
+from vaultsearch.parsers.code import CodeParser
+from vaultsearch.parsers.codeplain import PlainCodeParser
 from vaultsearch.parsers.markdown import MarkdownParser
+from vaultsearch.parsers.pdf import PdfParser
 from vaultsearch.parsers.text import PlainTextParser
 
 
@@ -13,12 +16,16 @@ def name_for(registry: ParserRegistry, path: str) -> str | None:
 
 
 def test_default_map_is_the_documented_one() -> None:
-    assert DEFAULT_PARSER_MAP == {
-        "**/*.md": "markdown",
-        "**/*.markdown": "markdown",
-        "**/*.txt": "text",
-    }
-    assert list(DEFAULT_PARSER_MAP) == ["**/*.md", "**/*.markdown", "**/*.txt"]
+    code = ["py", "js", "mjs", "cjs", "jsx", "ts", "tsx", "go", "rs", "java"]
+    plain = ["c", "h", "cc", "cpp", "hpp", "cs", "rb", "php", "swift", "kt", "scala", "sh", "lua"]
+    assert list(DEFAULT_PARSER_MAP.items()) == [
+        ("**/*.md", "markdown"),
+        ("**/*.markdown", "markdown"),
+        ("**/*.txt", "text"),
+        *((f"**/*.{ext}", "code") for ext in code),
+        *((f"**/*.{ext}", "code-plain") for ext in plain),
+        ("**/*.pdf", "pdf"),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -33,6 +40,16 @@ def test_default_map_is_the_documented_one() -> None:
         ("x/readme.txt", "text"),
         ("Ünïcødé/ノート.md", "markdown"),
         ("image.png", None),
+        ("src/pkg/mod.py", "code"),
+        ("web/App.TSX", "code"),
+        ("cmd/main.go", "code"),
+        ("lib.rs", "code"),
+        ("a/B.java", "code"),
+        ("x.mjs", "code"),
+        ("scripts/run.sh", "code-plain"),
+        ("native/x.cpp", "code-plain"),
+        ("papers/Paper.PDF", "pdf"),
+        ("data.json", None),
         ("folder/notes.md.bak", None),
         ("md", None),
         ("x.md/data.txt", "text"),
@@ -84,10 +101,21 @@ def test_parser_instances_are_shared_and_typed() -> None:
     assert isinstance(first, MarkdownParser)
     assert registry.parser_for("b/c.markdown") is first
     assert isinstance(registry.parser_for("t.txt"), PlainTextParser)
+    assert isinstance(registry.parser_for("m.py"), CodeParser)
+    assert registry.parser_for("m.go") is registry.parser_for("m.py")
+    assert isinstance(registry.parser_for("m.rb"), PlainCodeParser)
+    assert isinstance(registry.parser_for("p.pdf"), PdfParser)
+
+
+def test_config_can_route_other_extensions_to_the_code_parsers() -> None:
+    registry = ParserRegistry({"**/*.zig": "code-plain", "**/*.pyw": "code", "**/*.md": "markdown"})
+    assert name_for(registry, "build.zig") == "code-plain"
+    assert name_for(registry, "tool.pyw") == "code"
+    assert name_for(registry, "x.py") is None  # a [parsers] table replaces the default
 
 
 def test_known_parsers() -> None:
-    assert ParserRegistry().known_parsers() == ["markdown", "text"]
+    assert ParserRegistry().known_parsers() == ["code", "code-plain", "markdown", "pdf", "text"]
     assert ParserRegistry({}).parser_for("a.md") is None
 
 

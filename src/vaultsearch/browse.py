@@ -363,7 +363,7 @@ class Browser:
             if not self._is_note(rel):
                 raise NoteNotFoundError(
                     f"{rel!r} is not a note: only files the index reads can be read "
-                    "(.md, .markdown and .txt outside ignored folders)."
+                    "(those the [parsers] table maps, outside ignored folders)."
                 )
             return rel, real
         if not Path(rel).suffix and (self.vault.root / (rel + ".md")).is_file():

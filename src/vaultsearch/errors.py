@@ -75,3 +75,8 @@ def environment_error_sentence(exc: BaseException) -> str | None:
     if isinstance(exc, OSError):
         return f"{exc.strerror or exc}{where}."
     return None
+
+
+class FileUnreadableError(VaultsearchError):
+    """A file a parser was given cannot be read as its type (an encrypted or damaged
+    PDF): indexing records the reason as the file's failure and goes on."""

@@ -24,6 +24,8 @@ class FileText:
     text: str
     content_hash: str
     warnings: list[str] = field(default_factory=list)
+    data: bytes = b""
+    """The file's bytes, kept only for a parser that reads bytes (``FileInfo.binary``)."""
 
 
 @dataclass(slots=True)
@@ -66,6 +68,8 @@ def read_text(info: FileInfo, max_size: int) -> FileText | str:
     if len(data) > max_size:
         return f"file grew over vault.max_file_size ({max_size}) while being read"
     digest = hashlib.sha256(data).hexdigest()
+    if info.binary:
+        return FileText(info, "", digest, data=data)
     warnings = []
     if data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):  # Windows "Unicode" saves
         try:

@@ -43,6 +43,9 @@ def chunk_note(note: ParsedNote, size: int = 1000, overlap: int = 100) -> list[C
                     end_char=end,
                     text=text[start:end],
                     embed_text=_embed_text(note.title, section.heading_path, text[start:end]),
+                    qualified_name=section.qualified_name,
+                    node_type=section.node_type,
+                    page=section.page,
                 )
             )
     return chunks

@@ -20,14 +20,14 @@ import numpy as np
 
 from vaultsearch.config import Config
 from vaultsearch.embedding import Embedder, text_hash
-from vaultsearch.errors import IndexBusyError, IndexCorruptError
+from vaultsearch.errors import FileUnreadableError, IndexBusyError, IndexCorruptError
 from vaultsearch.indexing.changes import ChangePlan, FileText, describe_plan, plan_changes
 from vaultsearch.indexing.chunker import chunk_capped
 from vaultsearch.indexing.links import LinkResolver
 from vaultsearch.indexing.progress import Progress, SilentProgress
 from vaultsearch.indexing.scan import FileInfo, IgnoreRules, scan_paths, scan_vault
 from vaultsearch.models import Chunk, ParsedNote
-from vaultsearch.parsers import ParserRegistry
+from vaultsearch.parsers import Parser, ParserRegistry, parse_content
 from vaultsearch.store.catalog import Catalog, open_catalog_for_reading, seal_catalog
 from vaultsearch.store.derived import Batch, DerivedSettings
 from vaultsearch.store.embedcache import EmbeddingCache, default_cache_dir
@@ -388,6 +388,7 @@ class IndexManager:
     ) -> None:
         """Every batch into the catalog and the derived indexes; the derived indexes
         reach the disk once, at the end (nobody reads an unpublished generation)."""
+        self._reparse_moved_code(plan)
         self.progress.start(len(plan.changed) + len(plan.moved))
         try:
             batches = [
@@ -472,6 +473,20 @@ class IndexManager:
         writer.apply(Batch(catalog, removed_ids, added_ids, stale_paths))
         self.progress.advance(files=len(batch) + (len(plan.moved) if plan else 0) - credited)
 
+    def _reparse_moved_code(self, plan: ChangePlan) -> None:
+        """Code is named by its path (``package.module.Class.method``): a moved code file
+        is parsed again at its new path, not just moved with its old names."""
+        kept = []
+        for note_id, old_path, ft in plan.moved:
+            parser = self.parsers.parser_for(ft.info.path)
+            if parser is not None and getattr(parser, "named_by_path", False):
+                plan.deleted.append((note_id, old_path))
+                plan.changed.append(ft)
+                plan.new_paths.add(ft.info.path)
+            else:
+                kept.append((note_id, old_path, ft))
+        plan.moved = kept
+
     def _apply_plan_moves(
         self, catalog: Catalog, plan: ChangePlan, removed_ids: list[int], summary: IndexSummary
     ) -> list[str]:
@@ -483,7 +498,7 @@ class IndexManager:
             summary.removed += 1
         for note_id, old_path, ft in plan.moved:
             parser = self.parsers.parser_for(ft.info.path)
-            title = parser.parse(ft.info.path, ft.text).title if parser else None
+            title = _title_of(parser, ft) if parser else None
             catalog.move_note(note_id, ft.info.path, ft.info.mtime_ns, title)
             stale += [old_path, ft.info.path]
             summary.moved += 1
@@ -503,9 +518,11 @@ class IndexManager:
         if parser is None:
             return "no parser for this file type"
         try:
-            note = parser.parse(path, ft.text)
+            note = parse_file(parser, ft)
             cfg = self.config.chunking
             chunks, capped = chunk_capped(note, cfg.size, cfg.overlap, cfg.max_chunks_per_note)
+        except FileUnreadableError as exc:
+            return exc.message
         except Exception as exc:  # a parser bug must not abort the batch
             return f"parser error: {type(exc).__name__}: {exc}"
         warnings = [*ft.warnings, *([capped] if capped else [])]
@@ -565,6 +582,18 @@ class IndexManager:
             self.cache.put(key, dict(zip((h for h, _ in part), vectors, strict=True)))
             summary.chunks_embedded += len(part)
         return credited
+
+
+def parse_file(parser: Parser, ft: FileText) -> ParsedNote:
+    return parse_content(parser, ft.info.path, ft.text, ft.data)
+
+
+def _title_of(parser: Parser, ft: FileText) -> str | None:
+    """A moved file parsed before, so this should not fail; if it does, keep the title."""
+    try:
+        return parse_file(parser, ft).title
+    except Exception:
+        return None
 
 
 def _text_len(item: tuple[str, str]) -> int:

@@ -10,12 +10,12 @@ import errno
 import os
 import stat
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pathspec
 
-from vaultsearch.parsers import ParserRegistry
+from vaultsearch.parsers import ParserRegistry, is_binary
 
 BUILTIN_IGNORES = (
     ".obsidian/",
@@ -43,6 +43,8 @@ class FileInfo:
     skip: str | None = None
     """Why the file cannot be indexed though it is named like a note, found before it
     is ever opened: a FIFO, a broken link, an undecodable name. Recorded as a failure."""
+    binary: bool = False
+    """Its parser reads bytes (PDF): the file is not decoded as text."""
 
 
 class IgnoreRules:
@@ -120,10 +122,12 @@ def _infos(
         info: FileInfo | None
         if rel.endswith("/"):  # a folder that could not be entered
             info = _skipped_folder(rel, abs_path)
-        elif parsers.parser_for(rel) is None:
+        elif (parser := parsers.parser_for(rel)) is None:
             continue
         else:
             info = _file_info(rel, abs_path, root)
+            if info is not None and is_binary(parser):
+                info = replace(info, binary=True)
         if info is not None:
             found[info.path] = info
     return dict(sorted(found.items()))

@@ -9,26 +9,47 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from typing import Protocol, cast
 
 from pathspec.patterns.gitignore.basic import GitIgnoreBasicPattern
 
 from vaultsearch.models import ParsedNote
+from vaultsearch.parsers.code import CodeParser
+from vaultsearch.parsers.codeplain import PlainCodeParser
 from vaultsearch.parsers.markdown import MarkdownParser
+from vaultsearch.parsers.pdf import PdfParser
 from vaultsearch.parsers.text import PlainTextParser
 
 __all__ = [
+    "CODE_EXTENSIONS",
     "DEFAULT_PARSER_MAP",
+    "PLAIN_CODE_EXTENSIONS",
+    "BinaryParser",
+    "CodeParser",
     "MarkdownParser",
     "Parser",
     "ParserRegistry",
+    "PdfParser",
+    "PlainCodeParser",
     "PlainTextParser",
+    "is_binary",
+    "parse_content",
 ]
+
+CODE_EXTENSIONS = ("py", "js", "mjs", "cjs", "jsx", "ts", "tsx", "go", "rs", "java")
+"""Read by syntax tree (``code``)."""
+PLAIN_CODE_EXTENSIONS = (
+    "c", "h", "cc", "cpp", "hpp", "cs", "rb", "php", "swift", "kt", "scala", "sh", "lua",
+)  # fmt: skip
+"""Read by blank lines and indentation (``code-plain``): no grammar is shipped for them."""
 
 DEFAULT_PARSER_MAP: dict[str, str] = {
     "**/*.md": "markdown",
     "**/*.markdown": "markdown",
     "**/*.txt": "text",
+    **{f"**/*.{ext}": "code" for ext in CODE_EXTENSIONS},
+    **{f"**/*.{ext}": "code-plain" for ext in PLAIN_CODE_EXTENSIONS},
+    "**/*.pdf": "pdf",
 }
 
 
@@ -40,9 +61,34 @@ class Parser(Protocol):
         ...
 
 
+class BinaryParser(Parser, Protocol):
+    """A parser of files that are not text (PDF): indexing hands it the bytes."""
+
+    binary: bool
+
+    def parse_bytes(self, path: str, data: bytes) -> ParsedNote:
+        """Parse one file's bytes; raises ``UnreadableFile`` with the reason to record."""
+        ...
+
+
+def is_binary(parser: Parser) -> bool:
+    return bool(getattr(parser, "binary", False))
+
+
+def parse_content(parser: Parser, path: str, text: str, data: bytes) -> ParsedNote:
+    """The one place a file meets its parser: the bytes for a binary parser (PDF), the
+    decoded text otherwise."""
+    if is_binary(parser):
+        return cast(BinaryParser, parser).parse_bytes(path, data)
+    return parser.parse(path, text)
+
+
 _FACTORIES: dict[str, Callable[[], Parser]] = {
     "markdown": MarkdownParser,
     "text": PlainTextParser,
+    "code": CodeParser,
+    "code-plain": PlainCodeParser,
+    "pdf": PdfParser,
 }
 _DIR_OR_END = "(?:/|$)"
 

@@ -24,6 +24,7 @@ from vaultsearch.errors import IndexCorruptError
 from vaultsearch.store.atomic import follow_umask
 from vaultsearch.store.catalog import Catalog, ChunkRow, NoteRow
 from vaultsearch.store.derived.base import Batch, DerivedSettings
+from vaultsearch.store.identifiers import identifier_words
 from vaultsearch.store.keywords import KeywordDoc, KeywordIndex
 from vaultsearch.store.layout import Generation
 
@@ -54,9 +55,18 @@ def _is_panic(exc: BaseException) -> bool:
 def stored_keyword_doc(note: NoteRow, chunk: ChunkRow, meta_keys: Sequence[str]) -> KeywordDoc:
     """The keyword document of a chunk in the catalog: the only way documents are made."""
     return KeywordDoc(
-        chunk.id, note.path, note.title, note.aliases, chunk.heading_path, note.tags, chunk.text,
+        chunk.id, note.path, note.title, note.aliases, chunk.heading_path, note.tags,
+        keyword_body(getattr(note, "kind", "note"), chunk.text),
         frontmatter_text(note.frontmatter, meta_keys),
     )  # fmt: skip
+
+
+def keyword_body(kind: str, text: str) -> str:
+    """What the keyword index reads of a chunk: code also by its identifiers' words."""
+    if kind != "code":
+        return text
+    words = identifier_words(text)
+    return f"{text}\n{words}" if words else text
 
 
 def frontmatter_text(frontmatter: Mapping[str, Any], keys: Sequence[str]) -> str:
