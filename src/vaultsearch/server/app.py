@@ -17,11 +17,13 @@ from typing import Any, TextIO
 
 import anyio
 from mcp.server.mcpserver import MCPServer
-from mcp.types import Resource
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, InputRequiredResult, Resource
 
 from vaultsearch import __version__
 from vaultsearch.errors import VaultsearchError
 from vaultsearch.indexing.live import LiveIndex
+from vaultsearch.server.argerrors import plain
 from vaultsearch.server.calllog import CallLog
 from vaultsearch.server.http import TOKEN_ENV, BearerAuth, security_settings, server_token
 from vaultsearch.server.jsonrpc import valid_params
@@ -97,6 +99,16 @@ class VaultServer(MCPServer[Any]):
         self.vault_tools = vault_tools
         self.wire = wire
         register_note_template(self, vault_tools.browser)
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Any = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise
+        except ToolError as exc:
+            raise plain(exc) from exc.__cause__
 
     async def list_resources(self) -> list[Resource]:
         notes = await anyio.to_thread.run_sync(note_resources, self.vault_tools.browser)

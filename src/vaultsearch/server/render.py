@@ -44,7 +44,13 @@ def search(r: SearchResult) -> str:
         where = f"{h.path}:{h.start_line}-{h.end_line}"
         heading = f"  [{h.heading_path}]" if h.heading_path else ""
         out.append(f"{i}. {where}  {h.title}{heading}  ({h.score:.4f}, conf {h.confidence:.2f})")
-        out.append("   " + mark(h.snippet, h.highlights).replace("\n", " "))
+        if h.snippet:
+            out.append("   " + mark(h.snippet, h.highlights).replace("\n", " "))
+        if h.text:
+            out.append("   " + h.text.replace("\n", "\n   "))
+        for p in h.passages or ():
+            body = p.get("text") or p.get("snippet") or ""
+            out.append(f"   also {p['start_line']}-{p['end_line']}: " + body.replace("\n", " "))
         if h.explain:
             out.append("   explain: " + json.dumps(h.explain, separators=(",", ":")))
     return _lines(*out)
@@ -59,9 +65,9 @@ def read_note(r: NoteText) -> str:
     return _lines(
         head,
         meta,
-        _refs("links to", r.outlinks),
-        _refs("linked from", r.backlinks),
-        _refs("unresolved links", r.unresolved_links),
+        _refs("links to", r.outlinks or []),
+        _refs("linked from", r.backlinks or []),
+        _refs("unresolved links", r.unresolved_links or []),
         r.message,
         "---",
         r.text,

@@ -26,25 +26,37 @@ class NoteRef(BaseModel):
 
 
 class SearchHit(NoteRef):
-    heading_path: str = Field(description="Headings above the passage, outermost first.")
+    heading_path: str | None = Field(default=None, description="Headings above the passage.")
     start_line: int = Field(description="First line of the passage (1-based, file lines).")
     end_line: int = Field(description="Last line; read_note(path, start_line, end_line) shows it.")
-    snippet: str = Field(description="The best sentences of the passage, as written.")
+    snippet: str | None = Field(default=None, description="The best sentences of the passage.")
     highlights: list[list[int]] = Field(
         default_factory=list,
         description="[start, end) character ranges of snippet that match the query.",
     )
+    text: str | None = Field(default=None, description="With full_text: the passage's lines.")
     score: float = Field(description="Fused relevance; only the order among hits matters.")
     confidence: float = Field(
         default=0.0,
         description="Estimated probability (0-1) that this note answers the query; "
         "below 0.1 no note is likely to answer (see matches_well).",
     )
+    chunk_id: int | None = Field(default=None, description="The passage's chunk in the index.")
+    uri: str | None = Field(default=None, description="The note as a resource: note://path.")
+    passages: list[dict[str, Any]] | None = Field(
+        default=None, description="With chunks > 1: the note's next best passages."
+    )
     explain: dict[str, Any] | None = Field(
         default=None,
         description="With explain=true: each branch's rank, score and contribution, the "
         "graph, recency and rerank parts (they add up to score), widened typos.",
     )
+    source: str | None = None
+    kind: str | None = None
+    language: str | None = None
+    qualified_name: str | None = None
+    node_type: str | None = None
+    page: int | None = None
 
 
 class SearchResult(_Out):
@@ -66,8 +78,10 @@ class SearchResult(_Out):
 class NoteText(_Out):
     path: str
     title: str
-    tags: list[str]
-    frontmatter: dict[str, Any] = Field(description="The note's YAML properties.")
+    tags: list[str] | None = None
+    frontmatter: dict[str, Any] | None = Field(
+        default=None, description="The note's YAML properties."
+    )
     heading: str | None = Field(
         default=None, description="The heading path that was selected, if any."
     )
@@ -80,9 +94,13 @@ class NoteText(_Out):
         default=None,
         description="When truncated: call read_note again with start_line set to this.",
     )
-    outlinks: list[str] = Field(description="Notes this note links to (resolved paths).")
-    backlinks: list[str] = Field(description="Notes that link to this note.")
-    unresolved_links: list[str] = Field(description="Link targets that match no note.")
+    outlinks: list[str] | None = Field(
+        default=None, description="Notes this note links to (resolved paths)."
+    )
+    backlinks: list[str] | None = Field(default=None, description="Notes that link to this note.")
+    unresolved_links: list[str] | None = Field(
+        default=None, description="Link targets that match no note."
+    )
 
 
 class LinkedNote(NoteRef):
