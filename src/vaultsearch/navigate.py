@@ -1,18 +1,17 @@
 """Finding one's way in a vault without searching: link questions, a note's outline, the
 folders, and several notes or line ranges in one read.
 
-Each function returns an ``Answer``: the structured data (no ``None`` anywhere, every
-list capped and its total given) and a compact text saying the same. The MCP tools and
-the CLI both print these, so an agent and a shell user get one implementation.
+Each function returns an ``Answer`` (structured data and a text saying the same), which
+the MCP tools and the CLI both print: an agent and a shell user get one implementation.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
+from vaultsearch.answer import Answer, answer, page
 from vaultsearch.browse import MAX_CHARS, Browser, section_end, slice_lines
 from vaultsearch.errors import QueryError, VaultsearchError
 from vaultsearch.linkmap import backlinks, broken_links, link_path, most_linked, orphans, outlinks
@@ -23,24 +22,6 @@ LINK_QUERIES: tuple[str, ...] = LinkQuery.__args__  # type: ignore[attr-defined]
 MAX_HEADINGS = 500
 NO_INDEX = "No index exists yet; links are known once it is built."
 _SPEC = re.compile(r"^(?P<path>.+?)(?::(?P<line>\d+)(?::(?P<count>\d+))?)?$")
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    data: dict[str, Any]
-    text: str
-
-
-def _page(label: str, items: list[Any], limit: int) -> tuple[list[Any], str]:
-    """The shown part of a list and the line that says what was left out."""
-    if len(items) > limit:
-        return items[:limit], f"{limit} of {len(items)} {label} (raise limit for more)"
-    return items, f"{len(items)} {label}"
-
-
-def _answer(data: dict[str, Any], lines: Sequence[str | None]) -> Answer:
-    clean = {k: v for k, v in data.items() if v is not None}
-    return Answer(clean, "\n".join(x for x in lines if x))
 
 
 # --- links ------------------------------------------------------------------------------
@@ -64,7 +45,7 @@ def links(
     snap = browser.snapshot()
     base: dict[str, Any] = {"kind": kind, "path": rel}
     if snap is None:
-        return _answer({**base, "items": [], "total": 0, "message": NO_INDEX}, [NO_INDEX])
+        return answer({**base, "items": [], "total": 0, "message": NO_INDEX}, [NO_INDEX])
     g = snap.graph
     items: list[dict[str, Any]]
     if kind == "path":
@@ -72,12 +53,12 @@ def links(
         route = link_path(g, rel, goal)
         if route is None:
             msg = f"No chain of links connects {rel} and {goal}, in either direction."
-            return _answer({**base, "target": goal, "items": [], "hops": -1, "message": msg}, [msg])
+            return answer({**base, "target": goal, "items": [], "hops": -1, "message": msg}, [msg])
         items = [{"path": p, "title": note_title(g, p)} for p in route]
         head = f"{len(route) - 1} link hops from {rel} to {goal} (links followed either way):"
         rows = [f"{i}. {x['path']}  {x['title']}" for i, x in enumerate(items)]
         data = {**base, "target": goal, "items": items, "hops": len(route) - 1}
-        return _answer(data, [head, *rows])
+        return answer(data, [head, *rows])
     if kind == "broken":
         found = broken_links(g, rel)
         items = [{"path": b.path, "target": b.target, "count": b.count} for b in found]
@@ -91,13 +72,13 @@ def links(
         listed = paths(g, rel) if paths is not None and rel is not None else orphans(g)
         items = [{"path": p, "title": note_title(g, p)} for p in listed]
         label, row = ("orphan notes" if kind == "orphans" else kind), "{path}  {title}"
-    shown, head = _page(label, items, limit)
+    shown, head = page(label, items, limit)
     rows = [
         row.format(**x, count_note=f" ({x['count']}x)" if x.get("count", 1) > 1 else "")
         for x in shown
     ]
     data = {**base, "items": shown, "total": len(items)}
-    return _answer(data, [f"{head}{f' for {rel}' if rel else ''}:", *rows])
+    return answer(data, [f"{head}{f' for {rel}' if rel else ''}:", *rows])
 
 
 # --- a note's outline, the folders ------------------------------------------------------------
@@ -115,13 +96,13 @@ def outline(browser: Browser, path: str, limit: int = MAX_HEADINGS) -> Answer:
         }
         for i, h in enumerate(hs)
     ]
-    shown, head = _page("headings", items, limit)
+    shown, head = page("headings", items, limit)
     rows = [
         f"{'  ' * (x['level'] - 1)}{'#' * x['level']} {x['text']}  ({x['line']}-{x['end_line']})"
         for x in shown
     ]
     data = {"path": rel, "title": note.title, "total_lines": len(lines), "items": shown}
-    return _answer({**data, "total": len(items)}, [f"{rel}: {head}", *rows])
+    return answer({**data, "total": len(items)}, [f"{rel}: {head}", *rows])
 
 
 def folders(browser: Browser, under: str | None = None, limit: int = 200) -> Answer:
@@ -140,11 +121,11 @@ def folders(browser: Browser, under: str | None = None, limit: int = 200) -> Ans
     if prefix and not names:
         raise QueryError(f"There is no folder {under!r} with notes in the vault.")
     items = [{"folder": f, "notes": direct.get(f, 0), "all": total[f]} for f in names]
-    shown, head = _page("folders", items, limit)
+    shown, head = page("folders", items, limit)
     rows = [f"{x['folder']}/  {x['notes']} notes ({x['all']} with subfolders)" for x in shown]
     top = sum(1 for p in paths if "/" not in p)
     data = {"under": prefix or None, "items": shown, "total": len(items), "top_level_notes": top}
-    return _answer(data, [f"{head}; {top} notes at the top level", *rows])
+    return answer(data, [f"{head}; {top} notes at the top level", *rows])
 
 
 # --- several notes or ranges at once -------------------------------------------------------
@@ -202,4 +183,4 @@ def multi_get(
     if skipped:
         message = f"Stopped at max_chars={max_chars}: {len(skipped)} not read; ask for them again."
     data = {"items": items, "skipped": skipped or None, "message": message}
-    return _answer(data, [*texts, message])
+    return answer(data, [*texts, message])

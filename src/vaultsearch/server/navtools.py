@@ -8,20 +8,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult
 from pydantic import Field
 
 from vaultsearch import navigate
 from vaultsearch.browse import MAX_CHARS, Browser
-from vaultsearch.server.tools import PathArg, agent_errors
+from vaultsearch.server.tools import PathArg, agent_errors, answered
 
 Limit = Annotated[int, Field(ge=1, le=1000)]
-
-
-def answer(a: navigate.Answer) -> CallToolResult:
-    return CallToolResult(
-        content=[TextContent(type="text", text=a.text)], structured_content=a.data
-    )
 
 
 class NavTools:
@@ -38,11 +32,11 @@ class NavTools:
         limit: Limit = 50,
     ) -> CallToolResult:
         with agent_errors():
-            return answer(navigate.links(self.browser, kind, path, target, limit))
+            return answered(navigate.links(self.browser, kind, path, target, limit))
 
     def outline(self, path: PathArg) -> CallToolResult:
         with agent_errors():
-            return answer(navigate.outline(self.browser, path))
+            return answered(navigate.outline(self.browser, path))
 
     def folders(
         self,
@@ -50,7 +44,7 @@ class NavTools:
         limit: Limit = 200,
     ) -> CallToolResult:
         with agent_errors():
-            return answer(navigate.folders(self.browser, under, limit))
+            return answered(navigate.folders(self.browser, under, limit))
 
     def multi_get(
         self,
@@ -63,4 +57,4 @@ class NavTools:
         context: Annotated[int, Field(ge=0, le=100, description="Lines around.")] = 0,
     ) -> CallToolResult:
         with agent_errors():
-            return answer(navigate.multi_get(self.browser, items, max_chars, context))
+            return answered(navigate.multi_get(self.browser, items, max_chars, context))

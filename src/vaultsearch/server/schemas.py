@@ -103,53 +103,6 @@ class NoteText(_Out):
     )
 
 
-class LinkedNote(NoteRef):
-    distance: int = Field(default=1, description="Link hops from the note, in either direction.")
-
-
-class SimilarNote(NoteRef):
-    score: float = Field(description="Cosine similarity of the notes' mean vectors, -1..1.")
-
-
-class RelatedResult(_Out):
-    path: str
-    title: str
-    outlinks: list[NoteRef]
-    backlinks: list[NoteRef]
-    embeds: list[NoteRef] = Field(description="Outlinks written as embeds (![[...]]).")
-    unresolved_links: list[str]
-    nearby: list[LinkedNote] = Field(description="Notes 2..depth link hops away, nearest first.")
-    similar: list[SimilarNote] = Field(
-        description="Notes closest in meaning, linked or not, most similar first."
-    )
-
-
-class NoteEntry(NoteRef):
-    tags: list[str]
-    date: str = Field(description="The note's date (frontmatter updated/date, else mtime), UTC.")
-
-
-class NoteList(_Out):
-    notes: list[NoteEntry]
-    total: int = Field(description="Notes matching folder/tag over all pages.")
-    next_cursor: str | None = Field(
-        default=None,
-        description="Pass as cursor (same sort) for the next page; null on the last page.",
-    )
-    index_building: bool
-
-
-class TagEntry(BaseModel):
-    tag: str = Field(description="Lower case, without '#'; pass to search's tags filter.")
-    notes: int = Field(description="Notes with this tag or any tag below it (a/b counts for a).")
-    direct: int = Field(description="Notes with exactly this tag.")
-
-
-class TagList(_Out):
-    tags: list[TagEntry]
-    total: int = Field(description="Distinct tags, including parents of hierarchical tags.")
-
-
 class FailedFile(BaseModel):
     path: str
     reason: str

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
-from vaultsearch.browse import Browser, Linked, file_lines, page_notes, tag_counts
+from vaultsearch import listing
+from vaultsearch.answer import Answer
+from vaultsearch.browse import Browser, file_lines
 from vaultsearch.errors import IndexMissingError, QueryError, VaultsearchError
 from vaultsearch.search.confidence import weak_answer
 from vaultsearch.server import render
@@ -25,18 +26,10 @@ from vaultsearch.server.hits import shape_hit
 from vaultsearch.server.schemas import (
     FailedFile,
     IndexStatus,
-    LinkedNote,
-    NoteEntry,
-    NoteList,
-    NoteRef,
     NoteText,
     ReindexResult,
-    RelatedResult,
     SearchHit,
     SearchResult,
-    SimilarNote,
-    TagEntry,
-    TagList,
 )
 
 if TYPE_CHECKING:
@@ -58,6 +51,13 @@ def agent_errors() -> Iterator[None]:
         yield
     except VaultsearchError as exc:
         raise ToolError(str(exc)) from exc
+
+
+def answered(a: Answer) -> CallToolResult:
+    """An ``Answer`` as a tool result: its data structured, its text as text."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=a.text)], structured_content=a.data
+    )
 
 
 def reply(result: M, text: Callable[[M], str]) -> CallToolResult:
@@ -223,44 +223,9 @@ class VaultTools:
         path: PathArg,
         depth: Annotated[int, Field(ge=1, le=3, description="Link hops to follow.")] = 1,
         limit: Annotated[int, Field(ge=1, le=100, description="Notes per list.")] = 10,
-    ) -> Annotated[CallToolResult, RelatedResult]:
+    ) -> CallToolResult:
         with agent_errors():
-            r = self.browser.related(path, depth, limit)
-            if r is None:
-                rel = self.browser.find(path)[0]
-                result = RelatedResult(
-                    path=rel, title=rel, outlinks=[], backlinks=[], embeds=[],
-                    unresolved_links=[], nearby=[], similar=[],
-                    message="No index exists yet; it is being built. Try again shortly.",
-                )  # fmt: skip
-                return reply(result, render.related)
-            cut: list[str] = []
-
-            def first(label: str, items: tuple[Any, ...]) -> tuple[Any, ...]:
-                if len(items) > limit:
-                    cut.append(f"{label} {limit} of {len(items)}")
-                return items[:limit]
-
-            def refs(label: str, items: tuple[Linked, ...]) -> list[NoteRef]:
-                return [NoteRef(path=x.path, title=x.title) for x in first(label, items)]
-
-            result = RelatedResult(
-                path=r.path,
-                title=r.title,
-                outlinks=refs("outlinks", r.outlinks),
-                backlinks=refs("backlinks", r.backlinks),
-                embeds=refs("embeds", r.embeds),
-                unresolved_links=list(first("unresolved links", r.unresolved)),
-                nearby=[
-                    LinkedNote(path=x.path, title=x.title, distance=x.distance)
-                    for x in first("nearby", r.nearby)
-                ],
-                similar=[SimilarNote(path=x.path, title=x.title, score=x.score) for x in r.similar],
-                message=f"Cut at limit={limit}: {', '.join(cut)}; raise limit for more."
-                if cut
-                else None,
-            )
-            return reply(result, render.related)
+            return answered(listing.related(self.browser, path, depth, limit))
 
     def list_notes(
         self,
@@ -271,36 +236,17 @@ class VaultTools:
         ] = "path",
         limit: Annotated[int, Field(ge=1, le=500)] = 50,
         cursor: Annotated[str | None, Field(description="next_cursor of the last page.")] = None,
-    ) -> Annotated[CallToolResult, NoteList]:
+    ) -> CallToolResult:
         with agent_errors():
-            notes, indexed = self.browser.notes()
-            page = page_notes(notes, folder, tag, sort, limit, cursor)
-            result = NoteList(
-                notes=[NoteEntry(**asdict(n)) for n in page.notes],
-                total=page.total,
-                next_cursor=page.next_cursor,
-                index_building=not indexed,
-                message=None if indexed else "No index yet: files listed without tags or titles.",
-            )
-            return reply(result, render.list_notes)
+            return answered(listing.list_notes(self.browser, folder, tag, sort, limit, cursor))
 
     def list_tags(
         self,
         prefix: Annotated[str | None, Field(description="Only this tag and tags below it.")] = None,
         limit: Annotated[int, Field(ge=1, le=2000)] = 200,
-    ) -> Annotated[CallToolResult, TagList]:
+    ) -> CallToolResult:
         with agent_errors():
-            notes, indexed = self.browser.notes()
-            rows = tag_counts(notes)
-            if prefix:
-                p = prefix.lower().lstrip("#").rstrip("/")
-                rows = [t for t in rows if t.tag == p or t.tag.startswith(p + "/")]
-            result = TagList(
-                tags=[TagEntry(tag=t.tag, notes=t.notes, direct=t.direct) for t in rows[:limit]],
-                total=len(rows),
-                message=None if indexed else "No index exists yet; tags are known after it.",
-            )
-            return reply(result, render.list_tags)
+            return answered(listing.list_tags(self.browser, prefix, limit))
 
     def index_status(self) -> Annotated[CallToolResult, IndexStatus]:
         with agent_errors():
