@@ -38,8 +38,9 @@ START_DELAY = 1.0
 STOP_TIMEOUT = 3.0
 LOG_ENV = "VAULTSEARCH_MCP_LOG"
 INSTRUCTIONS = """Search and read a folder of Markdown notes (an Obsidian-style vault).
-Start with `search`; read around a hit with `read_note(path, start_line, end_line, context)`;
-explore links and similar notes with `related`; browse with `list_notes` and `list_tags`;
+Start with `search`; read around a hit with `read_note(path, start_line, end_line, context)`
+or several hits at once with `multi_get`; explore with `related`, `links` and `outline`;
+browse with `list_notes`, `list_tags` and `folders`;
 `index_status` tells whether the index is complete. Everything is read-only and every
 path is relative to the vault."""
 
