@@ -156,7 +156,7 @@ def test_a_session_over_stdio(
                         end_line=7,
                         frontmatter=True,
                         links=True,
-                    )  # fmt: skip
+                    )
                 )
                 assert note["text"].splitlines() == [
                     "6| ",

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from vaultsearch.answer import Answer, answer, page
-from vaultsearch.browse import MAX_CHARS, Browser, section_end, slice_lines
+from vaultsearch.browse import MAX_CHARS, MAX_LINES, Browser, section_end, slice_lines
 from vaultsearch.errors import QueryError, VaultsearchError
 from vaultsearch.linkmap import backlinks, broken_links, link_path, most_linked, orphans, outlinks
 from vaultsearch.linkmap import title as note_title
@@ -163,7 +163,9 @@ def multi_get(
             items.append({"spec": spec, "error": str(exc)})
             texts.append(f"== {spec}: {exc}")
             continue
-        left -= len(part.text)
+        shown = part.end_line - part.start_line + 1
+        cut_short = part.next_start_line is not None and shown < MAX_LINES
+        left = 0 if cut_short else left - len(part.text)  # a cut short of 200 lines: no budget
         item = {
             "path": rel,
             "start_line": part.start_line,

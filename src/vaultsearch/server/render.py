@@ -34,7 +34,7 @@ def search(r: SearchResult) -> str:
         heading = f"  [{h.heading_path}]" if h.heading_path else ""
         out.append(f"{i}. {where}  {h.title}{heading}  ({h.score:.4f}, conf {h.confidence:.2f})")
         if h.snippet:
-            out.append("   " + mark(h.snippet, h.highlights).replace("\n", " "))
+            out.append("   " + mark(h.snippet, h.highlights or []).replace("\n", " "))
         if h.text:
             out.append("   " + h.text.replace("\n", "\n   "))
         for p in h.passages or ():

@@ -30,8 +30,8 @@ class SearchHit(NoteRef):
     start_line: int = Field(description="First line of the passage (1-based, file lines).")
     end_line: int = Field(description="Last line; read_note(path, start_line, end_line) shows it.")
     snippet: str | None = Field(default=None, description="The best sentences of the passage.")
-    highlights: list[list[int]] = Field(
-        default_factory=list,
+    highlights: list[list[int]] | None = Field(
+        default=None,
         description="[start, end) character ranges of snippet that match the query.",
     )
     text: str | None = Field(default=None, description="With full_text: the passage's lines.")
