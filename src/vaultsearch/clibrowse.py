@@ -47,9 +47,10 @@ def positive(text: str) -> int:
 
 
 def cmd_get(args: argparse.Namespace) -> int:
+    from vaultsearch.browse import MAX_CHARS
     from vaultsearch.navigate import multi_get
 
-    a = multi_get(_browser(args), args.spec, args.max_chars, args.context)
+    a = multi_get(_browser(args), args.spec, args.max_chars or MAX_CHARS, args.context)
     failed = [x["error"] for x in a.data["items"] if "error" in x]
     if failed and len(args.spec) == 1:
         raise VaultsearchError(failed[0])
@@ -102,8 +103,7 @@ def cmd_folders(args: argparse.Namespace) -> int:
 
 def add_browse_commands(sub: Any, common: Common) -> None:
     """Register the commands on the ``vaultsearch`` subparsers."""
-    from vaultsearch.browse import MAX_CHARS
-    from vaultsearch.navigate import LINK_QUERIES
+    from vaultsearch.linkmap import LINK_QUERIES
 
     def parser(name: str, help: str, handler: Callable[[argparse.Namespace], int]) -> Any:
         p = sub.add_parser(name, help=help)
@@ -120,7 +120,7 @@ def add_browse_commands(sub: Any, common: Common) -> None:
     p = parser("get", "print notes or line ranges: PATH, PATH:LINE or PATH:LINE:COUNT", cmd_get)
     p.add_argument("spec", nargs="+", help="PATH[:LINE[:COUNT]], as search prints paths")
     p.add_argument("--context", type=int, default=0, help="extra lines around each range")
-    p.add_argument("--max-chars", type=positive, default=MAX_CHARS, help="text cap over all specs")
+    p.add_argument("--max-chars", type=positive, help="text cap over all specs (default: 20000)")
     finish(p)
 
     p = parser("related", "a note's links, nearby notes and similar notes", cmd_related)

@@ -9,8 +9,13 @@ on a hand-made graph.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
-import networkx as nx
+if TYPE_CHECKING:  # the CLI lists the questions without loading the graph stack
+    import networkx as nx
+
+LinkQuery = Literal["backlinks", "outlinks", "broken", "orphans", "most_linked", "path"]
+LINK_QUERIES: tuple[str, ...] = LinkQuery.__args__  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +63,8 @@ def most_linked(g: nx.DiGraph) -> list[tuple[str, int]]:
 def link_path(g: nx.DiGraph, source: str, target: str) -> list[str] | None:
     """The fewest link hops from one note to another, following links either way (a
     backlink connects two notes as much as an outlink does); None when unconnected."""
+    import networkx as nx
+
     if source not in g or target not in g:
         return None
     try:

@@ -9,16 +9,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from vaultsearch.answer import Answer, answer, page
 from vaultsearch.browse import MAX_CHARS, MAX_LINES, Browser, section_end, slice_lines
 from vaultsearch.errors import QueryError, VaultsearchError
-from vaultsearch.linkmap import backlinks, broken_links, link_path, most_linked, orphans, outlinks
+from vaultsearch.linkmap import (
+    LINK_QUERIES,
+    backlinks,
+    broken_links,
+    link_path,
+    most_linked,
+    orphans,
+    outlinks,
+)
 from vaultsearch.linkmap import title as note_title
 
-LinkQuery = Literal["backlinks", "outlinks", "broken", "orphans", "most_linked", "path"]
-LINK_QUERIES: tuple[str, ...] = LinkQuery.__args__  # type: ignore[attr-defined]
 MAX_HEADINGS = 500
 NO_INDEX = "No index exists yet; links are known once it is built."
 _SPEC = re.compile(r"^(?P<path>.+?)(?::(?P<line>\d+)(?::(?P<count>\d+))?)?$")
@@ -78,7 +84,8 @@ def links(
         for x in shown
     ]
     data = {**base, "items": shown, "total": len(items)}
-    return answer(data, [f"{head}{f' for {rel}' if rel else ''}:", *rows])
+    head += f" for {rel}" if rel else ""
+    return answer(data, [f"{head}:" if rows else head, *rows])
 
 
 # --- a note's outline, the folders ------------------------------------------------------------

@@ -6,13 +6,14 @@ content is the ``Answer``'s data, the text its text.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from mcp.types import CallToolResult
 from pydantic import Field
 
 from vaultsearch import navigate
 from vaultsearch.browse import MAX_CHARS, Browser
+from vaultsearch.linkmap import LinkQuery
 from vaultsearch.server.tools import PathArg, agent_errors, answered
 
 Limit = Annotated[int, Field(ge=1, le=1000)]
@@ -24,7 +25,7 @@ class NavTools:
 
     def links(
         self,
-        kind: Literal["backlinks", "outlinks", "broken", "orphans", "most_linked", "path"],
+        kind: LinkQuery,
         path: Annotated[
             str | None, Field(description="The note (backlinks, outlinks, path).")
         ] = None,

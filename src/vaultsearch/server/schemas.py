@@ -1,9 +1,11 @@
-"""What each tool returns, as JSON schemas an agent reads before calling.
+"""What search, read_note, index_status and reindex return: the shape of their
+structured content, dumped without ``None`` fields.
 
-These models are the wire contract: the descriptions are written for a model that
-decides what to call next, which is why they say what a field is *for*. The values
-come from ``vaultsearch.browse`` and ``Vault``; converting here keeps the Python API
-free of pydantic.
+They are not published as output schemas (``lean`` drops them: they cost an agent more
+bytes than they told it); the field descriptions document the wire for readers of this
+code and of docs/MCP.md. The values come from ``vaultsearch.browse`` and ``Vault``;
+converting here keeps the Python API free of pydantic. The browsing tools answer with
+``vaultsearch.answer.Answer`` data instead, which the CLI prints too.
 """
 
 from __future__ import annotations

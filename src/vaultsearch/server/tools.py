@@ -1,9 +1,9 @@
 """The MCP tools: thin adapters from an agent's arguments to ``Vault`` and ``Browser``.
 
-Each tool answers with structured content (checked against its schema) and a compact
-text rendering. A ``VaultsearchError`` becomes a tool error carrying its one-sentence
-message and fix, so an agent can correct the call. How the tools are described to the
-agent and registered is in ``registry``.
+Each tool answers with structured content (without nulls; no output schema is
+published, see ``lean``) and a compact text rendering. A ``VaultsearchError`` becomes
+a tool error carrying its one-sentence message and fix, so an agent can correct the
+call. How the tools are described to the agent and registered is in ``registry``.
 """
 
 from __future__ import annotations
