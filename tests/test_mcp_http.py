@@ -50,7 +50,7 @@ def test_a_session_over_streamable_http(
                 note = data(
                     await c.call_tool("read_note", {"path": "work/Budget.md", "end_line": 1})
                 )
-                assert note["text"] == "1| # Budget" and note["next_start_line"] is None
+                assert note["text"] == "1| # Budget" and "next_start_line" not in note
                 escaped = await c.call_tool("related", {"path": "../outside/secret.md"})
                 assert escaped.is_error and "outside the vault" in escaped.content[0].text
 

@@ -30,7 +30,7 @@ from vaultsearch.errors import (
     VaultsearchError,
 )
 from vaultsearch.indexing.changes import read_regular
-from vaultsearch.models import Heading
+from vaultsearch.models import Heading, ParsedNote
 from vaultsearch.parsers import ParserRegistry
 from vaultsearch.search.filters import NoteMeta, folder_matches, tag_matches
 
@@ -185,6 +185,12 @@ def slice_lines(
     return LineSlice(first, shown_end, total, "\n".join(out), n if n <= last else None)
 
 
+def section_end(headings: Sequence[Heading], i: int, total_lines: int) -> int:
+    """Last line of heading ``i``'s section, its subsections included."""
+    after = (x.line for x in headings[i + 1 :] if x.level <= headings[i].level)
+    return next(after, total_lines + 1) - 1
+
+
 def heading_lines(
     headings: Sequence[Heading], total_lines: int, wanted: str
 ) -> tuple[int, int, str]:
@@ -202,8 +208,7 @@ def heading_lines(
         paths.append(" > ".join(parts))
     for i, (h, p) in enumerate(zip(headings, paths, strict=True)):
         if h.text.lower() == key or p.lower() == key or p.lower().endswith(" > " + key):
-            after = (x.line for x in headings[i + 1 :] if x.level <= h.level)
-            return h.line, next(after, total_lines + 1) - 1, p
+            return h.line, section_end(headings, i, total_lines), p
     known = ", ".join(repr(p) for p in paths[:30]) or "none"
     raise QueryError(f"The note has no heading {wanted!r}; its headings are: {known}.")
 
@@ -411,6 +416,13 @@ class Browser:
             )
         return rel, data.decode("utf-8", errors="replace"), partial
 
+    def parse(self, path: str) -> tuple[str, ParsedNote, list[str], str | None]:
+        """(vault-relative path, the parsed note, its file lines, why it is partial)."""
+        rel, text, partial = self.read_text(path)
+        parser = self._parsers().parser_for(rel)
+        assert parser is not None  # find() admits notes only
+        return rel, parser.parse(rel, text), file_lines(text), partial
+
     def read_note(
         self,
         path: str,
@@ -419,11 +431,7 @@ class Browser:
         end_line: int | None = None,
         context: int = 0,
     ) -> NoteRead:
-        rel, text, partial = self.read_text(path)
-        parser = self._parsers().parser_for(rel)
-        assert parser is not None  # find() admits notes only
-        note = parser.parse(rel, text)
-        lines = file_lines(text)
+        rel, note, lines, partial = self.parse(path)
         found = None
         if heading:
             if start_line is not None or end_line is not None:

@@ -360,6 +360,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-watch", action="store_true", help="do not watch the vault for changes")
     p.set_defaults(handler=cmd_mcp)
 
+    from vaultsearch.clibrowse import add_browse_commands
+
+    add_browse_commands(sub, _common)
+
     return parser
 
 

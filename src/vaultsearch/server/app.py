@@ -17,11 +17,13 @@ from typing import Any, TextIO
 
 import anyio
 from mcp.server.mcpserver import MCPServer
-from mcp.types import Resource
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, InputRequiredResult, Resource
 
 from vaultsearch import __version__
 from vaultsearch.errors import VaultsearchError
 from vaultsearch.indexing.live import LiveIndex
+from vaultsearch.server.argerrors import plain
 from vaultsearch.server.calllog import CallLog
 from vaultsearch.server.http import TOKEN_ENV, BearerAuth, security_settings, server_token
 from vaultsearch.server.jsonrpc import valid_params
@@ -36,8 +38,9 @@ START_DELAY = 1.0
 STOP_TIMEOUT = 3.0
 LOG_ENV = "VAULTSEARCH_MCP_LOG"
 INSTRUCTIONS = """Search and read a folder of Markdown notes (an Obsidian-style vault).
-Start with `search`; read around a hit with `read_note(path, start_line, end_line, context)`;
-explore links and similar notes with `related`; browse with `list_notes` and `list_tags`;
+Start with `search`; read around a hit with `read_note(path, start_line, end_line, context)`
+or several hits at once with `multi_get`; explore with `related`, `links` and `outline`;
+browse with `list_notes`, `list_tags` and `folders`;
 `index_status` tells whether the index is complete. Everything is read-only and every
 path is relative to the vault."""
 
@@ -97,6 +100,16 @@ class VaultServer(MCPServer[Any]):
         self.vault_tools = vault_tools
         self.wire = wire
         register_note_template(self, vault_tools.browser)
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Any = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise
+        except ToolError as exc:
+            raise plain(exc) from exc.__cause__
 
     async def list_resources(self) -> list[Resource]:
         notes = await anyio.to_thread.run_sync(note_resources, self.vault_tools.browser)

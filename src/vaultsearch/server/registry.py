@@ -1,7 +1,8 @@
 """The tools as an agent sees them: names, descriptions, annotations, strict arguments.
 
 The descriptions are what a model reads to choose a tool, so they say what each is for
-and when to use which. Unknown argument names are refused rather than ignored (the SDK
+and when to use which, in at most 250 characters (``lean`` keeps the listing small).
+Unknown argument names are refused rather than ignored (the SDK
 ignores them by default) because a silently dropped filter looks like a wrong answer.
 """
 
@@ -14,6 +15,8 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import ToolAnnotations
 from pydantic import ConfigDict, model_validator
 
+from vaultsearch.server.lean import lean
+from vaultsearch.server.navtools import NavTools
 from vaultsearch.server.tools import VaultTools
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -46,40 +49,41 @@ def strict(tool: Tool) -> Tool:
 
 
 DESCRIPTIONS = {
-    "search": """Find where the notes talk about something; start here for any question about
-the vault's content. Returns the best passage per note with its path and line range; then
-call read_note(path, start_line, end_line, context) to read around a hit. mode: hybrid
-(default: meaning and words), keyword (exact words, names, codes; fastest) or semantic
-(meaning only). Narrow with tags, folders, after/before (the note's date) and where
-(frontmatter). The query also understands "exact phrase", -word, tag:x and path:x.""",
-    "read_note": """Read a note or part of it, with line numbers, its frontmatter, outlinks and
-backlinks. Pass a search hit's start_line/end_line (plus context for surrounding lines), or a
-heading to read one section. Without a range it returns the start of the note (at most 200
-lines / 20,000 characters); when cut, next_start_line says where to continue.""",
-    "related": """What a note connects to: outlinks, backlinks, embeds and unresolved links, notes
-2-3 link hops away (depth), and the notes most similar in meaning even when nothing links
-them. Use it to explore around a note you found.""",
-    "list_notes": """Browse notes by folder or tag, sorted by path or by date (newest first), one
-page at a time (pass next_cursor back as cursor). Use it to see what exists, e.g. the latest
-notes in a folder; use search to find content.""",
-    "list_tags": """All tags with note counts, most used first. A hierarchical tag counts toward
-its parents (notes tagged project/alpha count for project), as the tags filters match.""",
-    "index_status": """The state of the search index: counts, embedding model, last update,
-files that failed to index and why, and whether an update is running. Check it when results
-look incomplete.""",
-    "reindex": """Update the index from the files now, in the background: incremental, or
-full=true to re-parse every note and rebuild every index (unchanged text keeps its cached
-embedding). Rarely needed: the server watches the vault. A call while a run is going says
-so and starts nothing; one more run follows the current one.""",
+    "search": """Find passages about something; start here. Gives the best passage per note (path,
+lines, snippet). mode: hybrid, keyword (exact words, fastest) or semantic. Filters: tags,
+folders, after/before (date), where (frontmatter).""",
+    "read_note": """Read a note or part of it, numbered: a hit's start_line/end_line (+context) or
+a heading. Long notes are cut (next_start_line goes on). Frontmatter and links only on request.""",
+    "related": """Explore around a note: its links, notes depth hops away and notes close in
+meaning even when unlinked.""",
+    "list_notes": """Browse notes by folder or tag, by path or date (newest first: recent notes), a
+page at a time (pass next_cursor back as cursor).""",
+    "list_tags": """Tags with note counts, most used first (a/b counts for a too), to choose
+search's tags filter.""",
+    "index_status": """Index counts, model, last update, failed files, running updates. Check it
+when results look incomplete.""",
+    "reindex": """Update the index from the files now (full=true re-parses all). Rarely needed:
+the vault is watched.""",
+}
+
+
+NAVIGATION = {
+    "multi_get": """Read several notes or ranges at once (PATH, PATH:LINE or PATH:LINE:COUNT), up
+to max_chars in all, e.g. the top search hits.""",
+    "links": """A note's backlinks or outlinks, broken links, orphans, the most linked notes, or
+the shortest link path from path to target.""",
+    "outline": """A note's headings with each section's lines, to pick what to read.""",
+    "folders": """Folders with note counts, to see how the vault is organised.""",
 }
 
 
 def build_tools(tools: VaultTools) -> list[Tool]:
     out = []
-    for name, text in DESCRIPTIONS.items():
-        annotations = REINDEX if name == "reindex" else READ_ONLY
-        fn = getattr(tools, name)
-        description = " ".join(text.split())
-        tool = Tool.from_function(fn, name=name, description=description, annotations=annotations)
-        out.append(strict(tool))
+    nav = NavTools(tools.browser)
+    for owner, described in ((tools, DESCRIPTIONS), (nav, NAVIGATION)):
+        for name, text in described.items():
+            annotations = REINDEX if name == "reindex" else READ_ONLY
+            fn = getattr(owner, name)
+            tool = Tool.from_function(fn, name=name, description=text, annotations=annotations)
+            out.append(lean(strict(tool)))
     return out

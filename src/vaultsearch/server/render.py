@@ -9,27 +9,16 @@ from __future__ import annotations
 
 import json
 
+from vaultsearch.answer import listed
 from vaultsearch.models import mark
 from vaultsearch.server.schemas import (
     IndexStatus,
-    NoteList,
-    NoteRef,
     NoteText,
     ReindexResult,
-    RelatedResult,
     SearchResult,
-    TagList,
 )
 
 _MAX_REFS = 25
-
-
-def _refs(label: str, refs: list[NoteRef] | list[str]) -> str | None:
-    if not refs:
-        return None
-    names = [r if isinstance(r, str) else r.path for r in refs]
-    more = f" (+{len(names) - _MAX_REFS} more)" if len(names) > _MAX_REFS else ""
-    return f"{label}: {', '.join(names[:_MAX_REFS])}{more}"
 
 
 def _lines(*parts: str | None) -> str:
@@ -44,7 +33,13 @@ def search(r: SearchResult) -> str:
         where = f"{h.path}:{h.start_line}-{h.end_line}"
         heading = f"  [{h.heading_path}]" if h.heading_path else ""
         out.append(f"{i}. {where}  {h.title}{heading}  ({h.score:.4f}, conf {h.confidence:.2f})")
-        out.append("   " + mark(h.snippet, h.highlights).replace("\n", " "))
+        if h.snippet:
+            out.append("   " + mark(h.snippet, h.highlights or []).replace("\n", " "))
+        if h.text:
+            out.append("   " + h.text.replace("\n", "\n   "))
+        for p in h.passages or ():
+            body = p.get("text") or p.get("snippet") or ""
+            out.append(f"   also {p['start_line']}-{p['end_line']}: " + body.replace("\n", " "))
         if h.explain:
             out.append("   explain: " + json.dumps(h.explain, separators=(",", ":")))
     return _lines(*out)
@@ -59,51 +54,15 @@ def read_note(r: NoteText) -> str:
     return _lines(
         head,
         meta,
-        _refs("links to", r.outlinks),
-        _refs("linked from", r.backlinks),
-        _refs("unresolved links", r.unresolved_links),
+        listed("links to", r.outlinks or []),
+        listed("linked from", r.backlinks or []),
+        listed("unresolved links", r.unresolved_links or []),
         r.message,
         "---",
         r.text,
         f"--- truncated: call read_note with start_line={r.next_start_line} for more"
         if r.truncated
         else None,
-    )
-
-
-def related(r: RelatedResult) -> str:
-    similar = [f"{s.path} ({s.score:.3f})" for s in r.similar]
-    nearby = [f"{n.path} ({n.distance} hops)" for n in r.nearby]
-    return _lines(
-        f"{r.path} — {r.title}",
-        r.message,
-        _refs("links to", r.outlinks),
-        _refs("linked from", r.backlinks),
-        _refs("embeds", r.embeds),
-        _refs("unresolved links", r.unresolved_links),
-        _refs("nearby", nearby),
-        _refs("similar", similar),
-    )
-
-
-def list_notes(r: NoteList) -> str:
-    out = [f"{len(r.notes)} of {r.total} notes", r.message]
-    out += [
-        f"{n.path}  {n.title}  {n.date}" + (f"  #{' #'.join(n.tags)}" if n.tags else "")
-        for n in r.notes
-    ]
-    if r.next_cursor:
-        out.append(f"next page: cursor={r.next_cursor}")
-    return _lines(*out)
-
-
-def list_tags(r: TagList) -> str:
-    rows = [
-        f"{t.tag} {t.notes}" + (f" ({t.direct} direct)" if t.direct != t.notes else "")
-        for t in r.tags
-    ]
-    return _lines(
-        f"{len(r.tags)} of {r.total} tags (notes with the tag or a tag below it)", r.message, *rows
     )
 
 

@@ -1,9 +1,11 @@
-"""What each tool returns, as JSON schemas an agent reads before calling.
+"""What search, read_note, index_status and reindex return: the shape of their
+structured content, dumped without ``None`` fields.
 
-These models are the wire contract: the descriptions are written for a model that
-decides what to call next, which is why they say what a field is *for*. The values
-come from ``vaultsearch.browse`` and ``Vault``; converting here keeps the Python API
-free of pydantic.
+They are not published as output schemas (``lean`` drops them: they cost an agent more
+bytes than they told it); the field descriptions document the wire for readers of this
+code and of docs/MCP.md. The values come from ``vaultsearch.browse`` and ``Vault``;
+converting here keeps the Python API free of pydantic. The browsing tools answer with
+``vaultsearch.answer.Answer`` data instead, which the CLI prints too.
 """
 
 from __future__ import annotations
@@ -26,25 +28,37 @@ class NoteRef(BaseModel):
 
 
 class SearchHit(NoteRef):
-    heading_path: str = Field(description="Headings above the passage, outermost first.")
+    heading_path: str | None = Field(default=None, description="Headings above the passage.")
     start_line: int = Field(description="First line of the passage (1-based, file lines).")
     end_line: int = Field(description="Last line; read_note(path, start_line, end_line) shows it.")
-    snippet: str = Field(description="The best sentences of the passage, as written.")
-    highlights: list[list[int]] = Field(
-        default_factory=list,
+    snippet: str | None = Field(default=None, description="The best sentences of the passage.")
+    highlights: list[list[int]] | None = Field(
+        default=None,
         description="[start, end) character ranges of snippet that match the query.",
     )
+    text: str | None = Field(default=None, description="With full_text: the passage's lines.")
     score: float = Field(description="Fused relevance; only the order among hits matters.")
     confidence: float = Field(
         default=0.0,
         description="Estimated probability (0-1) that this note answers the query; "
         "below 0.1 no note is likely to answer (see matches_well).",
     )
+    chunk_id: int | None = Field(default=None, description="The passage's chunk in the index.")
+    uri: str | None = Field(default=None, description="The note as a resource: note://path.")
+    passages: list[dict[str, Any]] | None = Field(
+        default=None, description="With chunks > 1: the note's next best passages."
+    )
     explain: dict[str, Any] | None = Field(
         default=None,
         description="With explain=true: each branch's rank, score and contribution, the "
         "graph, recency and rerank parts (they add up to score), widened typos.",
     )
+    source: str | None = None
+    kind: str | None = None
+    language: str | None = None
+    qualified_name: str | None = None
+    node_type: str | None = None
+    page: int | None = None
 
 
 class SearchResult(_Out):
@@ -66,8 +80,10 @@ class SearchResult(_Out):
 class NoteText(_Out):
     path: str
     title: str
-    tags: list[str]
-    frontmatter: dict[str, Any] = Field(description="The note's YAML properties.")
+    tags: list[str] | None = None
+    frontmatter: dict[str, Any] | None = Field(
+        default=None, description="The note's YAML properties."
+    )
     heading: str | None = Field(
         default=None, description="The heading path that was selected, if any."
     )
@@ -80,56 +96,13 @@ class NoteText(_Out):
         default=None,
         description="When truncated: call read_note again with start_line set to this.",
     )
-    outlinks: list[str] = Field(description="Notes this note links to (resolved paths).")
-    backlinks: list[str] = Field(description="Notes that link to this note.")
-    unresolved_links: list[str] = Field(description="Link targets that match no note.")
-
-
-class LinkedNote(NoteRef):
-    distance: int = Field(default=1, description="Link hops from the note, in either direction.")
-
-
-class SimilarNote(NoteRef):
-    score: float = Field(description="Cosine similarity of the notes' mean vectors, -1..1.")
-
-
-class RelatedResult(_Out):
-    path: str
-    title: str
-    outlinks: list[NoteRef]
-    backlinks: list[NoteRef]
-    embeds: list[NoteRef] = Field(description="Outlinks written as embeds (![[...]]).")
-    unresolved_links: list[str]
-    nearby: list[LinkedNote] = Field(description="Notes 2..depth link hops away, nearest first.")
-    similar: list[SimilarNote] = Field(
-        description="Notes closest in meaning, linked or not, most similar first."
+    outlinks: list[str] | None = Field(
+        default=None, description="Notes this note links to (resolved paths)."
     )
-
-
-class NoteEntry(NoteRef):
-    tags: list[str]
-    date: str = Field(description="The note's date (frontmatter updated/date, else mtime), UTC.")
-
-
-class NoteList(_Out):
-    notes: list[NoteEntry]
-    total: int = Field(description="Notes matching folder/tag over all pages.")
-    next_cursor: str | None = Field(
-        default=None,
-        description="Pass as cursor (same sort) for the next page; null on the last page.",
+    backlinks: list[str] | None = Field(default=None, description="Notes that link to this note.")
+    unresolved_links: list[str] | None = Field(
+        default=None, description="Link targets that match no note."
     )
-    index_building: bool
-
-
-class TagEntry(BaseModel):
-    tag: str = Field(description="Lower case, without '#'; pass to search's tags filter.")
-    notes: int = Field(description="Notes with this tag or any tag below it (a/b counts for a).")
-    direct: int = Field(description="Notes with exactly this tag.")
-
-
-class TagList(_Out):
-    tags: list[TagEntry]
-    total: int = Field(description="Distinct tags, including parents of hierarchical tags.")
 
 
 class FailedFile(BaseModel):

@@ -1,41 +1,35 @@
 """The MCP tools: thin adapters from an agent's arguments to ``Vault`` and ``Browser``.
 
-Each tool answers with structured content (checked against its schema) and a compact
-text rendering. A ``VaultsearchError`` becomes a tool error carrying its one-sentence
-message and fix, so an agent can correct the call. How the tools are described to the
-agent and registered is in ``registry``.
+Each tool answers with structured content (without nulls; no output schema is
+published, see ``lean``) and a compact text rendering. A ``VaultsearchError`` becomes
+a tool error carrying its one-sentence message and fix, so an agent can correct the
+call. How the tools are described to the agent and registered is in ``registry``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
-from vaultsearch.browse import Browser, Linked, page_notes, tag_counts
+from vaultsearch import listing
+from vaultsearch.answer import Answer
+from vaultsearch.browse import Browser, file_lines
 from vaultsearch.errors import IndexMissingError, QueryError, VaultsearchError
 from vaultsearch.search.confidence import weak_answer
 from vaultsearch.server import render
+from vaultsearch.server.hits import shape_hit
 from vaultsearch.server.schemas import (
     FailedFile,
     IndexStatus,
-    LinkedNote,
-    NoteEntry,
-    NoteList,
-    NoteRef,
     NoteText,
     ReindexResult,
-    RelatedResult,
     SearchHit,
     SearchResult,
-    SimilarNote,
-    TagEntry,
-    TagList,
 )
 
 if TYPE_CHECKING:
@@ -44,9 +38,9 @@ if TYPE_CHECKING:
 
 M = TypeVar("M", bound=BaseModel)
 Scalar = str | int | float | bool
-PathArg = Annotated[
-    str, Field(description="Vault-relative note path as search or list_notes return it.")
-]
+LINKS_SHOWN = 50
+"""Links of each kind a read_note answer shows; the links tool pages through all."""
+PathArg = Annotated[str, Field(description="Vault-relative, as search returns it.")]
 
 
 @contextmanager
@@ -59,12 +53,19 @@ def agent_errors() -> Iterator[None]:
         raise ToolError(str(exc)) from exc
 
 
+def answered(a: Answer) -> CallToolResult:
+    """An ``Answer`` as a tool result: its data structured, its text as text."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=a.text)], structured_content=a.data
+    )
+
+
 def reply(result: M, text: Callable[[M], str]) -> CallToolResult:
     """Both halves of an answer from one model, so the text never says something the
     structured content does not."""
     return CallToolResult(
         content=[TextContent(type="text", text=text(result))],
-        structured_content=result.model_dump(mode="json"),
+        structured_content=result.model_dump(mode="json", exclude_none=True),
     )
 
 
@@ -92,25 +93,28 @@ class VaultTools:
     def search(
         self,
         query: Annotated[str, Field(min_length=1, description="Words or a question.")],
-        top_k: Annotated[int, Field(ge=1, le=100, description="Notes to return.")] = 10,
-        mode: Annotated[
-            Literal["hybrid", "keyword", "semantic"],
-            Field(description="hybrid: meaning+words; keyword: exact words, fastest; semantic."),
-        ] = "hybrid",
+        top_k: Annotated[int, Field(ge=1, le=100)] = 10,
+        mode: Literal["hybrid", "keyword", "semantic"] = "hybrid",
         tags: Annotated[
             list[str] | str | None, Field(description="Notes with all these tags.")
         ] = None,
         folders: Annotated[
             list[str] | str | None,
-            Field(description="Notes in any of these: name, /from/root, glob."),
+            Field(description="Any of: name, /from/root, glob."),
         ] = None,
         after: Annotated[str | None, Field(description="Dated on/after, YYYY-MM-DD.")] = None,
         before: Annotated[str | None, Field(description="Dated before, YYYY-MM-DD.")] = None,
         where: Annotated[
             dict[str, Scalar | list[Scalar]] | None,
-            Field(description="Frontmatter field -> value, or list of accepted values."),
+            Field(description="Frontmatter field: value or [values]."),
         ] = None,
-        explain: Annotated[bool, Field(description="Add each strategy's rank/score.")] = False,
+        min_score: Annotated[float | None, Field(description="Drop hits scoring below.")] = None,
+        chunks: Annotated[int, Field(ge=1, le=5, description="Passages per note.")] = 1,
+        snippet_chars: Annotated[
+            int, Field(ge=0, le=2000, description="Snippet length; 0 for none.")
+        ] = 300,
+        full_text: Annotated[bool, Field(description="Whole passages, not snippets.")] = False,
+        explain: Annotated[bool, Field(description="Add score parts.")] = False,
     ) -> Annotated[CallToolResult, SearchResult]:
         with agent_errors():
             self._check_fields(where)
@@ -119,8 +123,8 @@ class VaultTools:
             building, stale, message = self.index_state()
             try:
                 hits = self.vault.search(
-                    query, top_k=top_k, mode=mode, tags=tags, folders=folders,
-                    after=after, before=before, where=where, explain=explain,
+                    query, top_k=top_k, mode=mode, tags=tags, folders=folders, after=after,
+                    before=before, where=where, explain=explain or chunks > 1, min_score=min_score,
                 )  # fmt: skip
             except IndexMissingError:
                 hits, building, stale = [], True, False
@@ -129,13 +133,32 @@ class VaultTools:
             result = SearchResult(
                 query=query,
                 mode=mode,
-                hits=[SearchHit(**h.to_dict()) for h in hits],
+                hits=[
+                    SearchHit(
+                        **shape_hit(
+                            h,
+                            self._lines(h.path) if full_text or chunks > 1 else None,
+                            chunks,
+                            snippet_chars,
+                            full_text,
+                            explain,
+                        )
+                    )
+                    for h in hits
+                ],
                 index_building=building,
                 stale=stale,
                 matches_well=weak is None,
                 message=" ".join(m for m in (message, weak) if m) or None,
             )
             return reply(result, render.search)
+
+    def _lines(self, path: str) -> list[str] | None:
+        """The note's file lines for passages; None when it went away since indexing."""
+        try:
+            return file_lines(self.browser.read_text(path)[1])
+        except VaultsearchError:
+            return None
 
     def _check_fields(self, where: dict[str, Any] | None) -> None:
         known = self.browser.frontmatter_fields() if where else None
@@ -152,21 +175,30 @@ class VaultTools:
     def read_note(
         self,
         path: PathArg,
-        heading: Annotated[
-            str | None, Field(description="Read this section: heading text or 'A > B'.")
-        ] = None,
-        start_line: Annotated[int | None, Field(ge=1, description="First line to show.")] = None,
-        end_line: Annotated[int | None, Field(ge=1, description="Last line to show.")] = None,
-        context: Annotated[int, Field(ge=0, le=100, description="Extra lines around.")] = 0,
+        heading: Annotated[str | None, Field(description="Section: heading or 'A > B'.")] = None,
+        start_line: Annotated[int | None, Field(ge=1)] = None,
+        end_line: Annotated[int | None, Field(ge=1)] = None,
+        context: Annotated[int, Field(ge=0, le=100, description="Lines around.")] = 0,
+        frontmatter: Annotated[bool, Field(description="Add tags and properties.")] = False,
+        links: Annotated[bool, Field(description="Add outlinks and backlinks.")] = False,
     ) -> Annotated[CallToolResult, NoteText]:
         with agent_errors():
             r = self.browser.read_note(path, heading, start_line, end_line, context)
             s = r.slice
+            cut: list[str] = []
+
+            def capped(label: str, items: tuple[str, ...]) -> list[str] | None:
+                if not links:
+                    return None
+                if len(items) > LINKS_SHOWN:
+                    cut.append(f"{label} {LINKS_SHOWN} of {len(items)}")
+                return list(items[:LINKS_SHOWN])
+
             result = NoteText(
                 path=r.path,
                 title=r.title,
-                tags=list(r.tags),
-                frontmatter=r.frontmatter,
+                tags=list(r.tags) if frontmatter else None,
+                frontmatter=r.frontmatter if frontmatter else None,
                 heading=r.heading,
                 start_line=s.start_line,
                 end_line=s.end_line,
@@ -174,87 +206,47 @@ class VaultTools:
                 text=s.text,
                 truncated=s.next_start_line is not None,
                 next_start_line=s.next_start_line,
-                outlinks=list(r.outlinks),
-                backlinks=list(r.backlinks),
-                unresolved_links=list(r.unresolved),
-                message=r.partial
-                or (None if r.indexed else "Not in the index yet: links are not known."),
+                outlinks=capped("outlinks", r.outlinks),
+                backlinks=capped("backlinks", r.backlinks),
+                unresolved_links=capped("unresolved links", r.unresolved),
             )
+            notes = [
+                r.partial,
+                None if r.indexed or not links else "Not in the index yet: links are not known.",
+                f"Shown: {', '.join(cut)}; the links tool lists them all." if cut else None,
+            ]
+            result.message = " ".join(n for n in notes if n) or None
             return reply(result, render.read_note)
 
     def related(
         self,
         path: PathArg,
         depth: Annotated[int, Field(ge=1, le=3, description="Link hops to follow.")] = 1,
-        limit: Annotated[int, Field(ge=1, le=50, description="Similar notes to return.")] = 10,
-    ) -> Annotated[CallToolResult, RelatedResult]:
+        limit: Annotated[int, Field(ge=1, le=100, description="Notes per list.")] = 10,
+    ) -> CallToolResult:
         with agent_errors():
-            r = self.browser.related(path, depth, limit)
-            if r is None:
-                rel = self.browser.find(path)[0]
-                result = RelatedResult(
-                    path=rel, title=rel, outlinks=[], backlinks=[], embeds=[],
-                    unresolved_links=[], nearby=[], similar=[],
-                    message="No index exists yet; it is being built. Try again shortly.",
-                )  # fmt: skip
-                return reply(result, render.related)
-
-            def refs(items: tuple[Linked, ...]) -> list[NoteRef]:
-                return [NoteRef(path=x.path, title=x.title) for x in items]
-
-            result = RelatedResult(
-                path=r.path,
-                title=r.title,
-                outlinks=refs(r.outlinks),
-                backlinks=refs(r.backlinks),
-                embeds=refs(r.embeds),
-                unresolved_links=list(r.unresolved),
-                nearby=[
-                    LinkedNote(path=x.path, title=x.title, distance=x.distance) for x in r.nearby
-                ],
-                similar=[SimilarNote(path=x.path, title=x.title, score=x.score) for x in r.similar],
-            )
-            return reply(result, render.related)
+            return answered(listing.related(self.browser, path, depth, limit))
 
     def list_notes(
         self,
         folder: Annotated[str | None, Field(description="Name, /from/root or glob.")] = None,
-        tag: Annotated[str | None, Field(description="Only notes with this tag.")] = None,
+        tag: str | None = None,
         sort: Annotated[
             Literal["path", "date"], Field(description="path A-Z, or date newest first.")
         ] = "path",
-        limit: Annotated[int, Field(ge=1, le=500, description="Notes per page.")] = 50,
+        limit: Annotated[int, Field(ge=1, le=500)] = 50,
         cursor: Annotated[str | None, Field(description="next_cursor of the last page.")] = None,
-    ) -> Annotated[CallToolResult, NoteList]:
+    ) -> CallToolResult:
         with agent_errors():
-            notes, indexed = self.browser.notes()
-            page = page_notes(notes, folder, tag, sort, limit, cursor)
-            result = NoteList(
-                notes=[NoteEntry(**asdict(n)) for n in page.notes],
-                total=page.total,
-                next_cursor=page.next_cursor,
-                index_building=not indexed,
-                message=None if indexed else "No index yet: files listed without tags or titles.",
-            )
-            return reply(result, render.list_notes)
+            return answered(listing.list_notes(self.browser, folder, tag, sort, limit, cursor))
 
     def list_tags(
         self,
         prefix: Annotated[str | None, Field(description="Only this tag and tags below it.")] = None,
-        limit: Annotated[int, Field(ge=1, le=2000, description="Tags to return.")] = 200,
-    ) -> Annotated[CallToolResult, TagList]:
+        limit: Annotated[int, Field(ge=1, le=2000)] = 200,
+    ) -> CallToolResult:
         with agent_errors():
-            notes, indexed = self.browser.notes()
-            rows = tag_counts(notes)
-            if prefix:
-                p = prefix.lower().lstrip("#").rstrip("/")
-                rows = [t for t in rows if t.tag == p or t.tag.startswith(p + "/")]
-            result = TagList(
-                tags=[TagEntry(tag=t.tag, notes=t.notes, direct=t.direct) for t in rows[:limit]],
-                total=len(rows),
-                message=None if indexed else "No index exists yet; tags are known after it.",
-            )
-            return reply(result, render.list_tags)
+            return answered(listing.list_tags(self.browser, prefix, limit))
 
     def index_status(self) -> Annotated[CallToolResult, IndexStatus]:
         with agent_errors():
@@ -280,7 +272,7 @@ class VaultTools:
 
     def reindex(
         self,
-        full: Annotated[bool, Field(description="Re-parse notes, rebuild indexes.")] = False,
+        full: bool = False,
     ) -> Annotated[CallToolResult, ReindexResult]:
         from vaultsearch.vault import write_error
 
