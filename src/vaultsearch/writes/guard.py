@@ -16,9 +16,19 @@ from vaultsearch.errors import PathOutsideVaultError, QueryError
 NOTE_SUFFIXES = (".md", ".markdown")
 
 
+def _confine(root: Path, path: str) -> tuple[str, Path]:
+    try:
+        return confine(root, path)
+    except PathOutsideVaultError:
+        raise PathOutsideVaultError(
+            f"Refusing to write {path!r}: it leads outside the vault {root.resolve()}.",
+            fix="pass a vault-relative path such as 'folder/Note.md'",
+        ) from None
+
+
 def writable(root: Path, path: str, index_dir: Path | None = None) -> tuple[str, Path]:
     """(vault-relative path, absolute path) for a file write, or a one-sentence refusal."""
-    rel, real = confine(root, path)
+    rel, real = _confine(root, path)
     parts = rel.split("/")
     if rel in ("", ".") or any(p.startswith(".") for p in parts):
         raise PathOutsideVaultError(
@@ -47,7 +57,7 @@ def note_path(root: Path, path: str, index_dir: Path | None = None) -> tuple[str
 
 def folder_path(root: Path, folder: str) -> tuple[str, Path]:
     """A vault-relative folder (which may not exist yet) for reports or documents."""
-    rel, _ = confine(root, folder.strip().strip("/") or ".")
+    rel, _ = _confine(root, folder.strip().rstrip("/") or ".")
     if rel in ("", "."):
         return "", root.resolve()
     if any(p.startswith(".") for p in rel.split("/")):
