@@ -9,6 +9,7 @@ cites a note or a line range that does not exist; each source gets its number, i
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from collections.abc import Callable
 from datetime import datetime
@@ -23,6 +24,8 @@ ReadLines = Callable[[str], tuple[str, list[str]]]
 """A note path -> (its vault-relative path, its lines); raises for a missing note."""
 
 _MAX_SOURCE_CHARS = 4000
+_NAMING = threading.Lock()
+"""Two reports in the same second must not pick the same free name."""
 
 
 def cite(sources: Any, read_lines: ReadLines) -> list[dict[str, Any]]:
@@ -88,6 +91,11 @@ def write_report(
 ) -> str:
     """The vault-relative path written; never overwrites (a second report in the same
     second gets ``_2``, a named file that exists is refused)."""
+    with _NAMING:
+        return _write_new(root, folder, name, text, index_dir)
+
+
+def _write_new(root: Path, folder: str, name: str, text: str, index_dir: Path | None) -> str:
     rel_folder, _ = folder_path(root, folder)
     target = f"{rel_folder}/{name}" if rel_folder else name
     rel, path = writable(root, target, index_dir)

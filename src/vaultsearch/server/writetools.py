@@ -8,6 +8,7 @@ logged as a ``write`` event, and indexed before the tool answers, so the very ne
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.types import CallToolResult
@@ -33,6 +34,8 @@ class WriteTools:
         self.vault = vault
         self.log = log
         self.notes = NoteFiles(vault.root, vault.index_dir, self._note_paths)
+        self.lock = threading.Lock()
+        """One file change at a time: two edits of one note must not both read the old text."""
         self.documents = DocumentStore(
             vault.root, vault.config.writes.documents_folder, vault.index_dir
         )
@@ -57,7 +60,8 @@ class WriteTools:
         overwrite: Annotated[bool, Field(description="Replace an existing note.")] = False,
     ) -> CallToolResult:
         with agent_errors():
-            rel, created = self.notes.write(path, content, overwrite)
+            with self.lock:
+                rel, created = self.notes.write(path, content, overwrite)
             verb = "created" if created else "overwrote"
             return self._done(
                 "write_note",
@@ -87,7 +91,8 @@ class WriteTools:
         ] = None,
     ) -> CallToolResult:
         with agent_errors():
-            rel = self.notes.edit(path, operation, content, heading, find, expected_count)
+            with self.lock:
+                rel = self.notes.edit(path, operation, content, heading, find, expected_count)
             return self._done(
                 "edit_note", [rel], {"path": rel, "operation": operation}, f"{operation}: {rel}"
             )
@@ -98,7 +103,8 @@ class WriteTools:
         new_path: Annotated[str, Field(description="New vault-relative path.")],
     ) -> CallToolResult:
         with agent_errors():
-            r = self.notes.move(path, new_path)
+            with self.lock:
+                r = self.notes.move(path, new_path)
             changed = sorted(r.rewritten)
             data = {"path": r.new, "old_path": r.old, "rewritten": r.rewritten}
             links = sum(r.rewritten.values())
@@ -107,7 +113,8 @@ class WriteTools:
 
     def delete_note(self, path: PathArg) -> CallToolResult:
         with agent_errors():
-            rel = self.notes.delete(path)
+            with self.lock:
+                rel = self.notes.delete(path)
             return self._done(
                 "delete_note", [rel], {"path": rel, "deleted": True}, f"deleted {rel}"
             )
@@ -124,7 +131,8 @@ class WriteTools:
             docs = [parse(d, n) for n, d in enumerate(documents, 1)]
             if len({d.id for d in docs}) != len(docs):
                 raise QueryError("Two documents have the same id; send each id once per call.")
-            stored = self.documents.upsert(docs)
+            with self.lock:
+                stored = self.documents.upsert(docs)
             rows = [{"id": s.id, "path": s.path, "created": c} for s, c in stored]
             created = sum(c for _, c in stored)
             folder = self.vault.config.writes.documents_folder
@@ -138,7 +146,8 @@ class WriteTools:
         ids: Annotated[list[str], Field(min_length=1, max_length=500, description="Document ids.")],
     ) -> CallToolResult:
         with agent_errors():
-            deleted, missing = self.documents.delete(ids)
+            with self.lock:
+                deleted, missing = self.documents.delete(ids)
             data: dict[str, Any] = {"deleted": len(deleted), "missing": missing}
             text = f"deleted {len(deleted)}" + (
                 f"; not stored: {', '.join(missing)}" if missing else ""
