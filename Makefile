@@ -14,7 +14,7 @@ QUERY     ?= how does vaultsearch decide that a rebuild is needed
 TORCH       ?= torch==2.13.0
 TORCH_INDEX ?=
 
-.PHONY: setup setup-demo demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-reliability-store bench-tune bench-confidence bench-embedding bench-vault-quality clean
+.PHONY: setup setup-demo demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-reliability-store bench-tune bench-confidence bench-embedding bench-vault-quality bench-toolbox clean
 
 setup: $(STAMP)
 
@@ -62,6 +62,9 @@ bench-reliability-store: setup
 
 bench-mcp: setup
 	$(BIN)/python bench/mcp_latency.py
+
+bench-toolbox: setup
+	$(BIN)/python bench/toolbox.py
 
 bench-live: setup
 	$(BIN)/python bench/live_sync.py
