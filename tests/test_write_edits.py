@@ -7,7 +7,7 @@ import pytest
 from vaultsearch.errors import QueryError
 from vaultsearch.indexing.links import LinkResolver
 from vaultsearch.writes.edits import append, find_replace, prepend, replace_section
-from vaultsearch.writes.links import Move, rewrite_links
+from vaultsearch.writes.links import Move, rebase_links, rewrite_links
 
 NOTES = ["folder/Old.md", "Other.md", "sub/Source.md", "Space Name.md"]
 RESOLVER = LinkResolver((p, ()) for p in NOTES)
@@ -82,3 +82,20 @@ def test_a_heading_in_code_is_not_a_section() -> None:
     note = "# Real\n\n```\n# Fake\n```\ntext\n"
     with pytest.raises(QueryError, match="no heading 'Fake'"):
         replace_section(note, "Fake", "x")
+
+
+def test_the_moved_note_keeps_its_own_links_working() -> None:
+    notes = ["folder/Old.md", "folder/Sibling.md", "Top.md"]
+    resolver = LinkResolver((p, ()) for p in notes)
+    move = Move("folder/Old.md", "archive/deep/New.md", bare_name_unique=True)
+    text = (
+        "[s](Sibling.md) [t](../Top.md#H) [[Sibling]] [me](Old.md#Part) [[Old#Part]] "
+        "[web](https://x.org/a.md) [abs](/Top.md) [gone](Missing.md)\n"
+    )
+    rebased, n_rebased = rebase_links(text, move, resolver.resolve)
+    own, n_self = rewrite_links(rebased, move.new, move, resolver.resolve)
+    assert own == (
+        "[s](../../folder/Sibling.md) [t](../../Top.md#H) [[Sibling]] [me](New.md#Part) "
+        "[[New#Part]] [web](https://x.org/a.md) [abs](/Top.md) [gone](Missing.md)\n"
+    )
+    assert (n_rebased, n_self) == (3, 2)

@@ -90,17 +90,21 @@ def _markdown_link(m: re.Match[str], source: str, move: Move, resolve: Resolve) 
     return f"{bang}[{label}]({new_dest}{title})"
 
 
-def _rewrite_line(line: str, source: str, move: Move, resolve: Resolve) -> tuple[str, int]:
+Edit = Callable[[re.Match[str]], str | None]
+"""A link's match -> its new text, or None to leave it."""
+
+
+def _rewrite_line(line: str, edits_for: list[tuple[re.Pattern[str], Edit]]) -> tuple[str, int]:
     masked = _CODE_SPAN.sub(lambda c: "\0" * len(c[0]), line)
     edits: list[tuple[int, int, str]] = []
-    for pattern, fn in ((_WIKILINK, _wikilink), (_MDLINK, _markdown_link)):
+    for pattern, fn in edits_for:
         for m in pattern.finditer(masked):
             if any(s < m.end() and m.start() < e for s, e, _ in edits):
                 continue
-            original = re.match(pattern, line[m.start() : m.end()])
+            original = pattern.match(line, m.start(), m.end())
             if original is None:
                 continue
-            new = fn(original, source, move, resolve)
+            new = fn(original)
             if new is not None:
                 edits.append((m.start(), m.end(), new))
     for start, end, new in sorted(edits, reverse=True):
@@ -108,9 +112,7 @@ def _rewrite_line(line: str, source: str, move: Move, resolve: Resolve) -> tuple
     return line, len(edits)
 
 
-def rewrite_links(text: str, source: str, move: Move, resolve: Resolve) -> tuple[str, int]:
-    """``text`` of the note at ``source`` with every link to ``move.old`` pointing at
-    ``move.new``, and how many links changed."""
+def _transform(text: str, edits_for: list[tuple[re.Pattern[str], Edit]]) -> tuple[str, int]:
     out, changed, fence = [], 0, ""
     for line in text.splitlines(keepends=True):
         m = _FENCE.match(line)
@@ -124,7 +126,47 @@ def rewrite_links(text: str, source: str, move: Move, resolve: Resolve) -> tuple
         if fence or ("[[" not in line and "](" not in line):
             out.append(line)
             continue
-        new, n = _rewrite_line(line, source, move, resolve)
+        new, n = _rewrite_line(line, edits_for)
         out.append(new)
         changed += n
     return "".join(out), changed
+
+
+def rewrite_links(text: str, source: str, move: Move, resolve: Resolve) -> tuple[str, int]:
+    """``text`` of the note at ``source`` with every link to ``move.old`` pointing at
+    ``move.new``, and how many links changed."""
+    return _transform(
+        text,
+        [
+            (_WIKILINK, lambda m: _wikilink(m, source, move, resolve)),
+            (_MDLINK, lambda m: _markdown_link(m, source, move, resolve)),
+        ],
+    )
+
+
+def rebase_links(text: str, move: Move, resolve: Resolve) -> tuple[str, int]:
+    """The moved note's own relative Markdown links, recomputed from its new folder so
+    that they lead where they led before (wikilinks name notes, not places: they stay)."""
+    old_folder, new_folder = posixpath.dirname(move.old), posixpath.dirname(move.new)
+    if old_folder == new_folder:
+        return text, 0
+
+    def rebase(m: re.Match[str]) -> str | None:
+        bang, label, dest, title = m[1], m[2], m[3], m[4] or ""
+        angled = dest.startswith("<")
+        raw = dest[1:-1] if angled else dest
+        if not raw or _SCHEME.match(raw) or raw.startswith(("#", "/")):
+            return None
+        path, sep, anchor = raw.partition("#")
+        target = unquote(path)
+        place = posixpath.normpath(posixpath.join(old_folder, target))
+        found = resolve(target, move.old)
+        if found is None or place not in (found, _stem(found)) or place.startswith("../"):
+            return None
+        new = posixpath.relpath(place, new_folder or ".")
+        if not angled and ("%" in path or " " in new):
+            new = quote(new, safe="/")
+        new_dest = f"<{new}{sep}{anchor}>" if angled else f"{new}{sep}{anchor}"
+        return f"{bang}[{label}]({new_dest}{title})"
+
+    return _transform(text, [(_MDLINK, rebase)])

@@ -18,7 +18,7 @@ from vaultsearch.indexing.links import LinkResolver
 from vaultsearch.store.atomic import atomic_write_bytes, fsync_dir
 from vaultsearch.writes import edits
 from vaultsearch.writes.guard import note_path
-from vaultsearch.writes.links import Move, rewrite_links
+from vaultsearch.writes.links import Move, rebase_links, rewrite_links
 
 EDIT_OPS = ("append", "prepend", "replace_section", "find_replace")
 
@@ -28,7 +28,7 @@ class MoveResult:
     old: str
     new: str
     rewritten: dict[str, int] = field(default_factory=dict)
-    """Other notes whose links changed -> how many links in each."""
+    """Notes whose links changed (the moved one under its new path) -> how many links."""
 
 
 class NoteFiles:
@@ -100,7 +100,18 @@ class NoteFiles:
         ]
         move = Move(old, new, bare_name_unique=not same_name)
         result = MoveResult(old, new)
-        atomic_write_bytes(dst, src.read_bytes())
+        data = src.read_bytes()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        if text is not None:  # relative links rebased on the new folder, then links to itself
+            text, n_rebased = rebase_links(text, move, before.resolve)
+            text, n_self = rewrite_links(text, new, move, before.resolve)
+            if n_self or n_rebased:
+                data = text.encode("utf-8")
+                result.rewritten[new] = n_self + n_rebased
+        atomic_write_bytes(dst, data)
         for note in others:
             file = self.root / note
             try:
