@@ -153,3 +153,28 @@ def test_names_and_where_reports_may_go(tmp_path: Path) -> None:
     assert note_path(root, "a/b") == ("a/b.md", root.resolve() / "a/b.md")
     with pytest.raises(QueryError, match="not a Markdown note"):
         note_path(root, "picture.png")
+
+
+def test_the_toolbox_config_keys_are_checked_and_reports_are_not_scanned(tmp_path: Path) -> None:
+    from vaultsearch import Vault
+    from vaultsearch.config import config_from_dict
+    from vaultsearch.errors import ConfigError
+
+    for raw, message in (
+        ({"sessions": {"max_sessions": 0}}, "'sessions.max_sessions' = 0 is invalid"),
+        ({"reports": {"folder": "../out"}}, "'reports.folder' = '../out' is invalid"),
+        ({"writes": {"documents_folder": "/abs"}}, "'writes.documents_folder' = '/abs' is invalid"),
+        ({"writes": {"enabled": "yes"}}, "'writes.enabled' = 'yes' is invalid"),
+        ({"reports": {"template": " "}}, "'reports.template' = ' ' is invalid"),
+    ):
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            config_from_dict(raw)
+    root = tmp_path / "vault"
+    for rel in ("a.md", "out/r.md", "out/sub/r.md", "rag-reports/r.md", "docs/out/r.md"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("# x\n")
+    cfg = config_from_dict({"reports": {"folder": "out"}})
+    assert sorted(Vault.open(root, config=cfg).manager().scan()) == [
+        "a.md", "docs/out/r.md", "rag-reports/r.md",
+    ]  # fmt: skip
+    assert "rag-reports/r.md" not in Vault.open(root).manager().scan()
