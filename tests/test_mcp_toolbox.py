@@ -60,7 +60,7 @@ def test_by_default_sessions_and_templates_but_no_write_tools(
                 assert len(tools[name].description or "") <= 250
                 assert tools[name].output_schema is None
             refused = await c.call_tool("write_note", {"path": "x.md", "content": "x"})
-            assert refused.is_error and "write_note" in refused.content[0].text
+            assert refused.is_error and "--allow-writes" in refused.content[0].text
             assert not (root / "x.md").exists()
 
             first = data(await c.call_tool("search", {"query": "tomatoes", "mode": "keyword"}))

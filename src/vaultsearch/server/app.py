@@ -27,7 +27,11 @@ from vaultsearch.server.http import TOKEN_ENV, BearerAuth, security_settings, se
 from vaultsearch.server.jsonrpc import valid_params
 from vaultsearch.server.registry import build_tools
 from vaultsearch.server.resources import note_resources, register_note_template
-from vaultsearch.server.toolbox_registry import register_template_resources, toolbox_tools
+from vaultsearch.server.toolbox_registry import (
+    refuse_writes,
+    register_template_resources,
+    toolbox_tools,
+)
 from vaultsearch.server.tools import VaultTools
 from vaultsearch.server.wire import StdioWire
 from vaultsearch.vault import Vault
@@ -142,7 +146,7 @@ def build_server(
         instructions=INSTRUCTIONS,
         log_level="WARNING",
         tools=[*build_tools(tools), *toolbox_tools(tools, log, writes)],
-        middleware=[valid_params, log],
+        middleware=[valid_params, log, *([] if writes else [refuse_writes])],
     )
     register_template_resources(server, vault)
     return server

@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from vaultsearch.errors import VaultsearchError
 from vaultsearch.server.registry import READ_ONLY, plain_tool
@@ -100,3 +101,16 @@ def _schema_json(vault: Vault, name: str) -> str:
         return json.dumps(template_schema(vault.root, name), ensure_ascii=False, indent=1)
     except VaultsearchError as exc:
         raise ResourceNotFoundError(str(exc)) from exc
+
+
+async def refuse_writes(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Middleware while writes are off: a call to a write tool (an agent may know them
+    from another session) is refused with how to enable them, not "unknown tool"."""
+    name = (ctx.params or {}).get("name") if ctx.method == "tools/call" else None
+    if name not in WRITE_TOOLS:
+        return await call_next(ctx)
+    text = (
+        f"{name} changes the vault, and writes are off on this server; the user can "
+        "allow them with 'vaultsearch mcp --allow-writes' or [writes] enabled = true."
+    )
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
