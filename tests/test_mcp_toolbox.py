@@ -154,6 +154,10 @@ def test_an_agent_searches_twice_and_writes_a_cited_report(
                 )  # fmt: skip
                 assert int(end) <= len((root / path).read_text().splitlines())
             assert "Water deeply [1]" in text and text.startswith("# Growing Tomatoes")
+            read_back = data(await c.call_tool("read_note", {"path": rel}))
+            assert read_back["text"].splitlines()[0].endswith("1| # Growing Tomatoes: Water & Soil")
+            resource = (await c.read_resource(report["uri"])).contents[0]
+            assert getattr(resource, "text", "") == text
 
             from_sessions = data(
                 await c.call_tool(
