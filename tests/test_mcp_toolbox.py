@@ -302,6 +302,16 @@ def test_every_write_is_in_the_files_and_in_search_when_it_returns(
             related = await call("related", path="soil/Compost Heap.md")
             assert "garden/Tomatoes.md" in [x["path"] for x in related["backlinks"]]
 
+            async with anyio.create_task_group() as tg:  # two edits at once: both land
+                for word in ("alpha", "beta"):
+                    tg.start_soon(
+                        lambda w: call(
+                            "edit_note", path="ideas/Zucchini.md", operation="append", content=w
+                        ),
+                        word,
+                    )
+            tail = (root / "ideas/Zucchini.md").read_text().splitlines()[-3:]
+            assert tail in (["alpha", "", "beta"], ["beta", "", "alpha"])
             await call("delete_note", path="ideas/Zucchini.md")
             assert not (root / "ideas/Zucchini.md").exists() and await found("pecans") == []
 
@@ -350,8 +360,8 @@ def test_every_write_is_in_the_files_and_in_search_when_it_returns(
     anyio.run(session)
     events = [json.loads(x) for x in log.read_text().splitlines() if '"event": "write"' in x]
     assert [e["tool"] for e in events] == [
-        "write_note", "edit_note", "edit_note", "move_note", "delete_note",
-        "upsert_documents", "upsert_documents", "delete_documents",
+        "write_note", "edit_note", "edit_note", "move_note", "edit_note", "edit_note",
+        "delete_note", "upsert_documents", "upsert_documents", "delete_documents",
     ]  # fmt: skip
 
 
