@@ -312,7 +312,14 @@ def test_every_write_is_in_the_files_and_in_search_when_it_returns(
                     )
             tail = (root / "ideas/Zucchini.md").read_text().splitlines()[-3:]
             assert tail in (["alpha", "", "beta"], ["beta", "", "alpha"])
-            await call("delete_note", path="ideas/Zucchini.md")
+            dropped = await call("delete_note", path="work/Budget.md")
+            assert dropped == {"path": "work/Budget.md", "deleted": True, "searchable": True}
+            dropped = await call("delete_note", path="work/Meetings.md")
+            assert "still_linked_from" not in dropped  # its one backlink went with Budget
+            assert not (root / "work/Meetings.md").exists()
+            await call("write_note", path="Keeper.md", content="See [[Zucchini]].\n")
+            dropped = await call("delete_note", path="ideas/Zucchini.md")
+            assert dropped["still_linked_from"] == ["Keeper.md"]
             assert not (root / "ideas/Zucchini.md").exists() and await found("pecans") == []
 
             up = await call("upsert_documents", documents=[
@@ -361,7 +368,8 @@ def test_every_write_is_in_the_files_and_in_search_when_it_returns(
     events = [json.loads(x) for x in log.read_text().splitlines() if '"event": "write"' in x]
     assert [e["tool"] for e in events] == [
         "write_note", "edit_note", "edit_note", "move_note", "edit_note", "edit_note",
-        "delete_note", "upsert_documents", "upsert_documents", "delete_documents",
+        "delete_note", "delete_note", "write_note", "delete_note",
+        "upsert_documents", "upsert_documents", "delete_documents",
     ]  # fmt: skip
 
 

@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from vaultsearch.browse import link_neighbourhood
 from vaultsearch.errors import QueryError
 from vaultsearch.server.resources import note_uri
 from vaultsearch.server.syncindex import index_paths
 from vaultsearch.server.toolbox import answer
 from vaultsearch.server.tools import PathArg, agent_errors
 from vaultsearch.writes.documents import DocumentStore, parse
+from vaultsearch.writes.guard import note_path
 from vaultsearch.writes.notes import NoteFiles
 
 if TYPE_CHECKING:
@@ -114,10 +116,22 @@ class WriteTools:
     def delete_note(self, path: PathArg) -> CallToolResult:
         with agent_errors():
             with self.lock:
+                linked = self._backlinks(path)
                 rel = self.notes.delete(path)
-            return self._done(
-                "delete_note", [rel], {"path": rel, "deleted": True}, f"deleted {rel}"
-            )
+            data: dict[str, Any] = {"path": rel, "deleted": True}
+            text = f"deleted {rel}"
+            if linked:
+                data["still_linked_from"] = linked
+                text += f"; links to it remain in {', '.join(linked[:10])}"
+            return self._done("delete_note", [rel], data, text)
+
+    def _backlinks(self, path: str) -> list[str]:
+        """Notes whose links the deletion breaks, from the index, so the agent can fix them."""
+        snap = self.tools.browser.snapshot()
+        if snap is None:
+            return []
+        rel, _ = note_path(self.vault.root, path, self.vault.index_dir)
+        return [x.path for x in link_neighbourhood(snap.graph, rel).backlinks]
 
     # --- documents --------------------------------------------------------------------
     def upsert_documents(
