@@ -4,6 +4,7 @@ writes the result atomically, so an edit either lands whole or not at all."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from vaultsearch.errors import QueryError
@@ -21,21 +22,27 @@ class HeadingLine:
     text: str
 
 
-def headings(lines: list[str]) -> list[HeadingLine]:
-    """ATX headings outside fenced code blocks."""
-    out, fence = [], ""
-    for i, line in enumerate(lines):
+def in_code(lines: Iterable[str]) -> Iterator[tuple[str, bool]]:
+    """Each line with whether it belongs to a fenced code block (its fences included):
+    what looks like a heading or a link there is text."""
+    fence = ""
+    for line in lines:
         m = _FENCE.match(line)
         if m:
-            mark = m[1][0] * 3
             if not fence:
-                fence = mark
+                fence = m[1][0] * 3
             elif m[1].startswith(fence):
                 fence = ""
+            yield line, True
             continue
-        if fence:
-            continue
-        h = _HEADING.match(line)
+        yield line, bool(fence)
+
+
+def headings(lines: list[str]) -> list[HeadingLine]:
+    """ATX headings outside fenced code blocks."""
+    out = []
+    for i, (line, code) in enumerate(in_code(lines)):
+        h = None if code else _HEADING.match(line)
         if h:
             out.append(HeadingLine(i, len(h[1]), h[2].strip()))
     return out

@@ -14,10 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
+from vaultsearch.writes.edits import in_code
+
 Resolve = Callable[[str, str], str | None]
 """(link target, source note path) -> the vault-relative path it leads to, or None."""
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
 _MDLINK = re.compile(r"(!?)\[([^\]\n]*)\]\((<[^>\n]*>|[^)\s]+)(\s+\"[^\"\n]*\")?\)")
@@ -66,28 +67,49 @@ def _wikilink(m: re.Match[str], source: str, move: Move, resolve: Resolve) -> st
     return f"{bang}[[{_wikilink_target(target, move)}{sep}{anchor}{label}]]"
 
 
-def _markdown_link(m: re.Match[str], source: str, move: Move, resolve: Resolve) -> str | None:
-    bang, label, dest, title = m[1], m[2], m[3], m[4] or ""
-    angled = dest.startswith("<")
-    raw = dest[1:-1] if angled else dest
+@dataclass(frozen=True, slots=True)
+class _Dest:
+    """A Markdown link's destination, split so that only its path is replaced."""
+
+    m: re.Match[str]
+    path: str
+    """As written (maybe %-encoded)."""
+    target: str
+    """Decoded: what a resolver takes."""
+    anchor: str
+    """``#heading`` or empty."""
+
+    def relink(self, new: str) -> str:
+        bang, label, dest, title = self.m[1], self.m[2], self.m[3], self.m[4] or ""
+        angled = dest.startswith("<")
+        if not angled and ("%" in self.path or " " in new):
+            new = quote(new, safe="/")
+        inner = new + self.anchor
+        return f"{bang}[{label}]({f'<{inner}>' if angled else inner}{title})"
+
+
+def _dest(m: re.Match[str]) -> _Dest | None:
+    dest = m[3]
+    raw = dest[1:-1] if dest.startswith("<") else dest
     if not raw or _SCHEME.match(raw) or raw.startswith("#"):
         return None
     path, sep, anchor = raw.partition("#")
-    target = unquote(path)
-    if resolve(target, source) != move.old:
+    return _Dest(m, path, unquote(path), sep + anchor)
+
+
+def _markdown_link(m: re.Match[str], source: str, move: Move, resolve: Resolve) -> str | None:
+    d = _dest(m)
+    if d is None or resolve(d.target, source) != move.old:
         return None
     folder = posixpath.dirname(source)
-    relative = posixpath.normpath(posixpath.join(folder, target)) == posixpath.normpath(move.old)
-    if relative and not target.startswith("/"):
+    relative = posixpath.normpath(posixpath.join(folder, d.target)) == posixpath.normpath(move.old)
+    if relative and not d.target.startswith("/"):
         new = posixpath.relpath(move.new, folder or ".")
     else:
-        new = ("/" if target.startswith("/") else "") + move.new
-    if not target.lower().endswith(_NOTE_EXT):
+        new = ("/" if d.target.startswith("/") else "") + move.new
+    if not d.target.lower().endswith(_NOTE_EXT):
         new = _stem(new)
-    if not angled and ("%" in path or " " in new):
-        new = quote(new, safe="/")
-    new_dest = f"<{new}{sep}{anchor}>" if angled else f"{new}{sep}{anchor}"
-    return f"{bang}[{label}]({new_dest}{title})"
+    return d.relink(new)
 
 
 Edit = Callable[[re.Match[str]], str | None]
@@ -113,17 +135,9 @@ def _rewrite_line(line: str, edits_for: list[tuple[re.Pattern[str], Edit]]) -> t
 
 
 def _transform(text: str, edits_for: list[tuple[re.Pattern[str], Edit]]) -> tuple[str, int]:
-    out, changed, fence = [], 0, ""
-    for line in text.splitlines(keepends=True):
-        m = _FENCE.match(line)
-        if m:
-            if not fence:
-                fence = m[1][0] * 3
-            elif m[1].startswith(fence):
-                fence = ""
-            out.append(line)
-            continue
-        if fence or ("[[" not in line and "](" not in line):
+    out, changed = [], 0
+    for line, code in in_code(text.splitlines(keepends=True)):
+        if code or ("[[" not in line and "](" not in line):
             out.append(line)
             continue
         new, n = _rewrite_line(line, edits_for)
@@ -152,21 +166,13 @@ def rebase_links(text: str, move: Move, resolve: Resolve) -> tuple[str, int]:
         return text, 0
 
     def rebase(m: re.Match[str]) -> str | None:
-        bang, label, dest, title = m[1], m[2], m[3], m[4] or ""
-        angled = dest.startswith("<")
-        raw = dest[1:-1] if angled else dest
-        if not raw or _SCHEME.match(raw) or raw.startswith(("#", "/")):
+        d = _dest(m)
+        if d is None or d.target.startswith("/"):
             return None
-        path, sep, anchor = raw.partition("#")
-        target = unquote(path)
-        place = posixpath.normpath(posixpath.join(old_folder, target))
-        found = resolve(target, move.old)
+        place = posixpath.normpath(posixpath.join(old_folder, d.target))
+        found = resolve(d.target, move.old)
         if found is None or place not in (found, _stem(found)) or place.startswith("../"):
             return None
-        new = posixpath.relpath(place, new_folder or ".")
-        if not angled and ("%" in path or " " in new):
-            new = quote(new, safe="/")
-        new_dest = f"<{new}{sep}{anchor}>" if angled else f"{new}{sep}{anchor}"
-        return f"{bang}[{label}]({new_dest}{title})"
+        return d.relink(posixpath.relpath(place, new_folder or "."))
 
     return _transform(text, [(_MDLINK, rebase)])
