@@ -19,6 +19,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import SHARED, percentile, prepared_vault, require, write_section
+from mcp_latency import server_cmd
 
 NAME = "vaultofknowledge"
 QUERIES = ("spaced repetition", "how to take smart notes")
@@ -33,16 +34,7 @@ async def measure(vault: Path, index_dir: Path, writes: int) -> dict[str, Any]:
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     out: dict[str, Any] = {}
-    base = [
-        sys.executable,
-        "-m",
-        "vaultsearch.cli",
-        "mcp",
-        str(vault),
-        "--index-dir",
-        str(index_dir),
-        "--no-watch",
-    ]
+    base = server_cmd(vault, index_dir)
     with open(os.devnull, "w") as quiet:
         for allow in (False, True):
             args = base[1:] + (["--allow-writes"] if allow else [])
