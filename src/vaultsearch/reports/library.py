@@ -25,7 +25,6 @@ SHIPPED = Path(__file__).parent / "templates"
 SUFFIX = ".md.j2"
 OVERRIDES = Path(".vaultsearch") / "templates"
 """Inside the vault: ``<vault>/.vaultsearch/templates/<name>.md.j2``."""
-FILLED_IN = frozenset({"generated_at"})
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 _FRONT = re.compile(r"\A\{#-?\s*---\s*\n(.*?)\n---\s*-?#\}[ \t]*\n?", re.S)
 
