@@ -14,7 +14,7 @@ QUERY     ?= how does vaultsearch decide that a rebuild is needed
 TORCH       ?= torch==2.13.0
 TORCH_INDEX ?=
 
-.PHONY: setup setup-demo demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-reliability-store bench-tune bench-confidence bench-embedding bench-vault-quality bench-toolbox clean
+.PHONY: setup setup-demo demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-reliability-store bench-tune bench-confidence bench-embedding bench-vault-quality clean
 
 setup: $(STAMP)
 
@@ -63,9 +63,6 @@ bench-reliability-store: setup
 bench-mcp: setup
 	$(BIN)/python bench/mcp_latency.py
 
-bench-toolbox: setup
-	$(BIN)/python bench/toolbox.py
-
 bench-live: setup
 	$(BIN)/python bench/live_sync.py
 
@@ -86,3 +83,7 @@ bench-confidence: setup
 
 clean:
 	rm -rf $(VENV) $(DEMO_VENV) .pytest_cache .mypy_cache .ruff_cache
+
+.PHONY: bench-toolbox
+bench-toolbox: setup
+	$(BIN)/python bench/toolbox.py
