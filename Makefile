@@ -89,3 +89,7 @@ bench-code: setup
 
 clean:
 	rm -rf $(VENV) $(DEMO_VENV) .pytest_cache .mypy_cache .ruff_cache
+
+.PHONY: bench-toolbox
+bench-toolbox: setup
+	$(BIN)/python bench/toolbox.py

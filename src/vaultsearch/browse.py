@@ -386,8 +386,12 @@ class Browser:
         )
 
     def _is_note(self, rel: str) -> bool:
-        manager = self.vault.manager()
-        return self._parsers().parser_for(rel) is not None and not manager.rules.ignored(rel)
+        """Reports are kept out of the index but stay readable: an agent reads back
+        what it wrote."""
+        if self._parsers().parser_for(rel) is None:
+            return False
+        reports = self.vault.config.reports.folder.strip("/") + "/"
+        return rel.startswith(reports) or not self.vault.manager().rules.ignored(rel)
 
     def _parsers(self) -> ParserRegistry:
         if not hasattr(self._local, "parsers"):

@@ -264,6 +264,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         port=args.port,
         watch=not args.no_watch,
         allow_hosts=tuple(args.allow_host or ()),
+        allow_writes=args.allow_writes,
     )
 
 
@@ -358,6 +359,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="another Host name HTTP clients may use, e.g. behind a proxy (repeatable)",
     )
     p.add_argument("--no-watch", action="store_true", help="do not watch the vault for changes")
+    p.add_argument(
+        "--allow-writes",
+        action="store_true",
+        help="offer the tools that write notes, documents and reports (as writes.enabled)",
+    )
     p.set_defaults(handler=cmd_mcp)
 
     from vaultsearch.clibrowse import add_browse_commands

@@ -99,6 +99,28 @@ class WatchConfig:
 
 
 @dataclass(frozen=True)
+class SessionsConfig:
+    max_sessions: int = 32
+    """Search sessions kept for get_search_results; the least recently used go first."""
+
+
+@dataclass(frozen=True)
+class ReportsConfig:
+    folder: str = "rag-reports"
+    """Vault-relative folder for create_rag_report; never indexed."""
+    template: str = "basic"
+    """The template used when none is named (template://current/schema)."""
+
+
+@dataclass(frozen=True)
+class WritesConfig:
+    enabled: bool = False
+    """MCP write tools (notes, documents, reports); ``mcp --allow-writes`` also enables them."""
+    documents_folder: str = "documents"
+    """Vault-relative folder where upsert_documents stores one Markdown file per id."""
+
+
+@dataclass(frozen=True)
 class Config:
     vault: VaultConfig = field(default_factory=VaultConfig)
     parsers: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_PARSER_MAP))
@@ -107,14 +129,24 @@ class Config:
     keyword: KeywordConfig = field(default_factory=KeywordConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     watch: WatchConfig = field(default_factory=WatchConfig)
+    sessions: SessionsConfig = field(default_factory=SessionsConfig)
+    reports: ReportsConfig = field(default_factory=ReportsConfig)
+    writes: WritesConfig = field(default_factory=WritesConfig)
     source: str = "built-in defaults"
     """Where this configuration came from, for status output and error messages."""
+
+    def excluded(self) -> list[str]:
+        """Ignore patterns for the scanner: the user's, plus the reports folder, whose
+        generated text would otherwise come back as search hits for its own sources."""
+        return [*self.vault.exclude, "/" + self.reports.folder.strip("/") + "/"]
 
     def with_search(self, **changes: Any) -> Config:
         return replace(self, search=replace(self.search, **changes))
 
 
-_SECTIONS = ("vault", "chunking", "embedding", "keyword", "search", "watch")
+_SECTIONS = (
+    "vault", "chunking", "embedding", "keyword", "search", "watch", "sessions", "reports", "writes"
+)  # fmt: skip
 _TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
 
 
@@ -241,10 +273,29 @@ def _validate(cfg: Config) -> None:
         "must be a positive number of bytes",
     )
     _require(cfg.watch.debounce_ms >= 0, "watch.debounce_ms", cfg.watch.debounce_ms, "must be >= 0")
+    _validate_toolbox(cfg)
     try:
         ParserRegistry(cfg.parsers)
     except ValueError as exc:
         raise ConfigError(f"Config table '[parsers]' is invalid: {exc}") from None
+
+
+def _validate_toolbox(cfg: Config) -> None:
+    n = cfg.sessions.max_sessions
+    _require(n >= 1, "sessions.max_sessions", n, "must be at least 1")
+    for key, folder in (
+        ("reports.folder", cfg.reports.folder),
+        ("writes.documents_folder", cfg.writes.documents_folder),
+    ):
+        parts = folder.replace("\\", "/").strip("/").split("/")
+        _require(
+            bool(folder.strip()) and not folder.startswith("/") and ".." not in parts,
+            key,
+            folder,
+            "must be a folder inside the vault, e.g. 'rag-reports'",
+        )
+    _require(bool(cfg.reports.template.strip()), "reports.template", cfg.reports.template,
+             "must name a template, e.g. 'basic'")  # fmt: skip
 
 
 def template_text() -> str:

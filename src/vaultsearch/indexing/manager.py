@@ -131,7 +131,7 @@ class IndexManager:
         self.config = config
         self.layout = IndexLayout(index_dir)
         self.parsers = ParserRegistry(config.parsers)
-        self.rules = IgnoreRules(vault, config.vault.exclude, index_dir)
+        self.rules = IgnoreRules(vault, config.excluded(), index_dir)
         self.embedder = embedder or Embedder(config.embedding)
         self.progress = progress or SilentProgress()
         self.lock = WriterLock(self.layout.lock)
@@ -146,7 +146,7 @@ class IndexManager:
 
     def _reload_rules(self) -> None:
         """A long-lived writer must see an edited .gitignore / .vaultsearchignore."""
-        self.rules = IgnoreRules(self.vault, self.config.vault.exclude, self.layout.root)
+        self.rules = IgnoreRules(self.vault, self.config.excluded(), self.layout.root)
 
     def check(self) -> IndexCheck:
         """Is the index current? Never loads the model and never writes."""

@@ -77,7 +77,7 @@ class Watcher:
         self.max_wait = max(2.0, 10 * self.debounce)
         """Under a steady stream of events, index at least this often anyway."""
         self.rescan = rescan
-        self._exclude = vault.config.vault.exclude
+        self._exclude = vault.config.excluded()
         self._index_dir = vault.index_dir
         self.rules = IgnoreRules(self.root, self._exclude, self._index_dir)
         self.parsers = ParserRegistry(vault.config.parsers)

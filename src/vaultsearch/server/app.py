@@ -29,6 +29,11 @@ from vaultsearch.server.http import TOKEN_ENV, BearerAuth, security_settings, se
 from vaultsearch.server.jsonrpc import valid_params
 from vaultsearch.server.registry import build_tools
 from vaultsearch.server.resources import note_resources, register_note_template
+from vaultsearch.server.toolbox_registry import (
+    refuse_writes,
+    register_template_resources,
+    toolbox_tools,
+)
 from vaultsearch.server.tools import VaultTools
 from vaultsearch.server.wire import StdioWire
 from vaultsearch.vault import Vault
@@ -40,9 +45,10 @@ LOG_ENV = "VAULTSEARCH_MCP_LOG"
 INSTRUCTIONS = """Search and read a folder of Markdown notes (an Obsidian-style vault).
 Start with `search`; read around a hit with `read_note(path, start_line, end_line, context)`
 or several hits at once with `multi_get`; explore with `related`, `links` and `outline`;
-browse with `list_notes`, `list_tags` and `folders`;
-`index_status` tells whether the index is complete. Everything is read-only and every
-path is relative to the vault."""
+browse with `list_notes`, `list_tags` and `folders`; `index_status` tells whether the index
+is complete. Each search returns a session_id: `get_search_results` gives its hits' full
+text to cite. Write tools are listed only when the server allows writes; every path is
+relative to the vault."""
 
 
 class Background:
@@ -137,10 +143,14 @@ def quiet_libraries() -> None:
 
 
 def build_server(
-    vault: Vault, background: Background, log: CallLog, wire: StdioWire | None = None
+    vault: Vault,
+    background: Background,
+    log: CallLog,
+    wire: StdioWire | None = None,
+    writes: bool = False,
 ) -> VaultServer:
     tools = VaultTools(vault, background.live, lambda: background.watching)
-    return VaultServer(
+    server = VaultServer(
         tools,
         wire,
         name="vaultsearch",
@@ -148,9 +158,11 @@ def build_server(
         version=__version__,
         instructions=INSTRUCTIONS,
         log_level="WARNING",
-        tools=build_tools(tools),
-        middleware=[valid_params, log],
+        tools=[*build_tools(tools), *toolbox_tools(tools, log, writes)],
+        middleware=[valid_params, log, *([] if writes else [refuse_writes])],
     )
+    register_template_resources(server, vault)
+    return server
 
 
 def run_server(
@@ -160,6 +172,7 @@ def run_server(
     port: int = 8765,
     watch: bool = True,
     allow_hosts: tuple[str, ...] = (),
+    allow_writes: bool = False,
 ) -> int:
     """Serve until stdin closes, SIGTERM or SIGINT; 0 on every orderly end."""
     quiet_libraries()
@@ -167,7 +180,8 @@ def run_server(
     log = CallLog(_log_stream())
     background = Background(vault, watch and vault.config.watch.enabled, log)
     log.after_first = background.start
-    server = build_server(vault, background, log, wire)
+    writes = allow_writes or vault.config.writes.enabled
+    server = build_server(vault, background, log, wire, writes=writes)
     try:
         if http:
             _check_port(host, port)

@@ -87,3 +87,16 @@ def build_tools(tools: VaultTools) -> list[Tool]:
             tool = Tool.from_function(fn, name=name, description=text, annotations=annotations)
             out.append(lean(strict(tool)))
     return out
+
+
+def plain_tool(fn: Any, name: str, description: str, annotations: ToolAnnotations) -> Tool:
+    """A strict tool without an output schema (the schema would cost more of the
+    agent's context in tools/list than the answers it describes)."""
+    tool = Tool.from_function(
+        fn,
+        name=name,
+        description=" ".join(description.split()),
+        annotations=annotations,
+        structured_output=False,
+    )
+    return strict(tool)

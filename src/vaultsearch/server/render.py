@@ -28,6 +28,8 @@ def _lines(*parts: str | None) -> str:
 def search(r: SearchResult) -> str:
     n = len(r.hits)
     head = f"{n} hit{'' if n == 1 else 's'} for {r.query!r} ({r.mode})"
+    if r.session_id:
+        head += f", session {r.session_id}"
     out = [head, r.message]
     for i, h in enumerate(r.hits, 1):
         where = f"{h.path}:{h.start_line}-{h.end_line}"

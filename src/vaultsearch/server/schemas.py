@@ -75,6 +75,10 @@ class SearchResult(_Out):
         default=True,
         description="False when no hit is likely to answer the query (see message).",
     )
+    session_id: str | None = Field(
+        default=None,
+        description="Pass to get_search_results for the hits' full text (kept a while).",
+    )
 
 
 class NoteText(_Out):

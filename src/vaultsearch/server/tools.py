@@ -31,6 +31,7 @@ from vaultsearch.server.schemas import (
     SearchHit,
     SearchResult,
 )
+from vaultsearch.server.sessions import SearchSessions, SessionHit
 
 if TYPE_CHECKING:
     from vaultsearch.indexing.live import LiveIndex
@@ -78,6 +79,7 @@ class VaultTools:
         self.live = live
         self.browser = Browser(vault)
         self.watching = watching
+        self.sessions = SearchSessions(vault.config.sessions.max_sessions)
 
     def index_state(self) -> tuple[bool, bool, str | None]:
         """(building, stale, message) for answers read from the committed index."""
@@ -130,6 +132,15 @@ class VaultTools:
                 hits, building, stale = [], True, False
                 message = "No index exists yet; it is being built now. Try again shortly."
             weak = None if building else weak_answer([h.confidence for h in hits])
+            session = self.sessions.add(
+                query,
+                mode,
+                (
+                    SessionHit(h.path, h.title, h.heading_path, h.start_line, h.end_line,
+                               h.score, rank, h.chunk_id)
+                    for rank, h in enumerate(hits, 1)
+                ),
+            )  # fmt: skip
             result = SearchResult(
                 query=query,
                 mode=mode,
@@ -150,6 +161,7 @@ class VaultTools:
                 stale=stale,
                 matches_well=weak is None,
                 message=" ".join(m for m in (message, weak) if m) or None,
+                session_id=session.id,
             )
             return reply(result, render.search)
 

@@ -1,0 +1,150 @@
+"""The template library: shipped templates, the vault's overrides, and what each expects.
+
+A template is a Jinja2 file whose first lines are a comment holding YAML front matter
+(a description, the required variables and a sentence per variable), so one file says
+both how a report looks and how to fill it. The variables listed to an agent are the
+ones the template really uses (``jinja2.meta``); the front matter only describes them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import yaml
+from jinja2 import meta
+from jinja2.sandbox import SandboxedEnvironment
+
+from vaultsearch.errors import QueryError
+
+SHIPPED = Path(__file__).parent / "templates"
+SUFFIX = ".md.j2"
+OVERRIDES = Path(".vaultsearch") / "templates"
+"""Inside the vault: ``<vault>/.vaultsearch/templates/<name>.md.j2``."""
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+_FRONT = re.compile(r"\A\{#-?\s*---\s*\n(.*?)\n---\s*-?#\}[ \t]*\n?", re.S)
+
+
+@dataclass(frozen=True, slots=True)
+class Variable:
+    name: str
+    description: str
+    required: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TemplateInfo:
+    name: str
+    description: str
+    origin: str
+    """``shipped`` or the vault-relative path of the override."""
+    variables: tuple[Variable, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "origin": self.origin,
+            "variables": {
+                v.name: {"description": v.description, "required": v.required}
+                for v in self.variables
+            },
+        }
+
+
+@cache
+def environment() -> SandboxedEnvironment:
+    """Sandboxed: a template cannot reach Python internals (``__class__``, ``mro``...);
+    no autoescape, because the output is Markdown, not HTML."""
+    return SandboxedEnvironment(
+        autoescape=False, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True
+    )
+
+
+def check_name(name: str) -> str:
+    cleaned = name.strip().removesuffix(SUFFIX)
+    if not _NAME.match(cleaned):
+        raise QueryError(
+            f"{name!r} is not a template name; use letters, digits, '-' and '_', "
+            "e.g. 'basic', 'paper' or 'bullet_points'."
+        )
+    return cleaned
+
+
+def names(vault_root: Path) -> list[str]:
+    found = {p.name.removesuffix(SUFFIX) for p in SHIPPED.glob("*" + SUFFIX)}
+    folder = vault_root / OVERRIDES
+    if folder.is_dir():
+        found |= {p.name.removesuffix(SUFFIX) for p in folder.glob("*" + SUFFIX) if p.is_file()}
+    return sorted(n for n in found if _NAME.match(n))
+
+
+def source(vault_root: Path, name: str) -> tuple[str, str]:
+    """(template text, origin): the vault's override first, then the shipped one."""
+    name = check_name(name)
+    override = vault_root / OVERRIDES / (name + SUFFIX)
+    if override.is_file():
+        return override.read_text(encoding="utf-8"), (OVERRIDES / (name + SUFFIX)).as_posix()
+    shipped = SHIPPED / (name + SUFFIX)
+    if shipped.is_file():
+        return shipped.read_text(encoding="utf-8"), "shipped"
+    raise QueryError(
+        f"There is no template {name!r}; templates: {', '.join(names(vault_root))} "
+        f"(add your own as {OVERRIDES.as_posix()}/{name}{SUFFIX} in the vault)."
+    )
+
+
+def front_matter(text: str) -> dict[str, Any]:
+    m = _FRONT.match(text)
+    if m is None:
+        return {}
+    try:
+        data = yaml.safe_load(m[1])
+    except yaml.YAMLError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def info(vault_root: Path, name: str) -> TemplateInfo:
+    text, origin = source(vault_root, name)
+    fm = front_matter(text)
+    try:
+        used = meta.find_undeclared_variables(environment().parse(text))
+    except jinja2.TemplateSyntaxError as exc:
+        raise QueryError(
+            f"Template {name!r} ({origin}) line {exc.lineno}: {exc.message}."
+        ) from None
+    raw = fm.get("variables")
+    described: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    required = set(fm.get("required") or [])
+    order = [*described, *sorted(used - set(described))]
+    variables = tuple(
+        Variable(v, str(described.get(v, "") or ""), v in required)
+        for v in order
+        if v in used or v in required
+    )
+    return TemplateInfo(check_name(name), str(fm.get("description", "")), origin, variables)
+
+
+def render(vault_root: Path, name: str, variables: dict[str, Any]) -> str:
+    """The report text; missing required variables and template errors are refused in
+    one sentence naming them."""
+    text, origin = source(vault_root, name)
+    about = info(vault_root, name)
+    missing = [v.name for v in about.variables if v.required and v.name not in variables]
+    if missing:
+        raise QueryError(
+            f"Template {about.name!r} needs the variable(s) {', '.join(missing)}; "
+            "get_template_schema lists what each is."
+        )
+    body = _FRONT.sub("", text, count=1)
+    try:
+        return environment().from_string(body).render(**variables)
+    except jinja2.exceptions.SecurityError as exc:
+        raise QueryError(f"Template {about.name!r} ({origin}) is not allowed to: {exc}.") from None
+    except jinja2.TemplateError as exc:
+        raise QueryError(f"Template {about.name!r} ({origin}) failed: {exc}.") from None
