@@ -99,4 +99,4 @@ def plain_tool(fn: Any, name: str, description: str, annotations: ToolAnnotation
         annotations=annotations,
         structured_output=False,
     )
-    return strict(tool)
+    return lean(strict(tool))
