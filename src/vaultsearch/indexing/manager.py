@@ -478,17 +478,42 @@ class IndexManager:
             known = {p: v for p, v in known.items() if keep(p)}
             failures = {p: v for p, v in failures.items() if keep(p)}
             return scan.files, known, failures, scan
+        return self._look_at(catalog, paths, sync)
+
+    def _look_at(
+        self, catalog: Catalog, paths: Collection[str], sync: bool
+    ) -> tuple[
+        dict[str, FileInfo],
+        dict[str, tuple[int, str, int, int]],
+        dict[str, tuple[str, int, int]],
+        SourceScan,
+    ]:
+        """``_look`` for named paths: vault paths, or note ids of a source (``lib:``
+        is all of it, ``lib:src/`` a folder in it), whose source is scanned and cut."""
         self._reload_rules()
-        scanned = scan_paths(self.vault, self.rules, self.parsers, paths)
-        prefixes = tuple(p.rstrip("/") + "/" for p in paths)
+        vault_paths = [p for p in paths if not self.sources.split(p)[0]]
+        names = sorted({n for p in paths if (n := self.sources.split(p)[0])})
+        scan = SourceScan(scan_paths(self.vault, self.rules, self.parsers, vault_paths))
+        prefixes = tuple(p if p.endswith(":") else p.rstrip("/") + "/" for p in paths)
         wanted = set(paths)
 
         def inside(path: str) -> bool:
             return path in wanted or path.startswith(prefixes)
 
-        known = {p: v for p, v in catalog.file_states().items() if inside(p)}
-        failures = {p: v for p, v in catalog.failures().items() if inside(p)}
-        return scanned, known, failures, SourceScan(scanned)
+        for name in names:
+            part = self.sources.scan(self.rules, name, sync)
+            scan.files.update((k, v) for k, v in part.files.items() if inside(k))
+            scan.unavailable.update(part.unavailable)
+            scan.commits.update(part.commits)
+            if f"{name}:" in wanted:
+                scan.read |= part.read
+
+        def keep(path: str) -> bool:
+            return inside(path) and self.sources.split(path)[0] not in scan.unavailable
+
+        known = {p: v for p, v in catalog.file_states().items() if keep(p)}
+        failures = {p: v for p, v in catalog.failures().items() if keep(p)}
+        return scan.files, known, failures, scan
 
     def _commit_batch(
         self,

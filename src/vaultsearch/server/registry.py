@@ -14,6 +14,7 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import ToolAnnotations
 from pydantic import ConfigDict, model_validator
 
+from vaultsearch.server import sourcetools
 from vaultsearch.server.tools import VaultTools
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -81,5 +82,21 @@ def build_tools(tools: VaultTools) -> list[Tool]:
         fn = getattr(tools, name)
         description = " ".join(text.split())
         tool = Tool.from_function(fn, name=name, description=description, annotations=annotations)
+        out.append(strict(tool))
+    return out + build_source_tools(sourcetools.SourceTools(tools.vault, tools.live))
+
+
+def build_source_tools(tools: sourcetools.SourceTools) -> list[Tool]:
+    """No output schema: the structured answer is still sent, but not described."""
+    out = []
+    for name, description in sourcetools.DESCRIPTIONS.items():
+        annotations = REINDEX if name == "reindex_target" else READ_ONLY
+        tool = Tool.from_function(
+            getattr(tools, name),
+            name=name,
+            description=description,
+            annotations=annotations,
+            structured_output=False,
+        )
         out.append(strict(tool))
     return out

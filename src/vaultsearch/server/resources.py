@@ -7,7 +7,8 @@ has them.
 
 from __future__ import annotations
 
-from urllib.parse import quote
+from typing import TYPE_CHECKING
+from urllib.parse import quote, unquote
 
 from mcp.server.mcpserver import MCPServer, ResourceSecurity
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
@@ -15,6 +16,9 @@ from mcp.types import Resource
 
 from vaultsearch.browse import Browser
 from vaultsearch.errors import VaultsearchError
+
+if TYPE_CHECKING:
+    from vaultsearch.vault import Vault
 
 TEMPLATE = "note://{+path}"
 MIME = "text/markdown"
@@ -60,3 +64,40 @@ def note_resources(browser: Browser) -> list[Resource]:
         for path, info in files.items()
         if not info.skip
     ]
+
+
+CODE_TEMPLATE = "code://{source}/{+path}"
+
+
+def code_uri(source: str, path: str) -> str:
+    return f"code://{quote(source, safe='')}/{quote(path, safe='/')}"
+
+
+def register_code_template(server: MCPServer, vault: Vault) -> None:
+    """Files of named sources; a read answers with ``text/x-{language}`` (the listing's
+    template can name only one type, so ``VaultServer.read_resource`` sets it)."""
+
+    @server.resource(
+        CODE_TEMPLATE,
+        name="source_file",
+        title="Source file",
+        description="An indexed file of a named source, by source name and path in it; "
+        "its MIME type is text/x-{language}.",
+        mime_type="text/plain",
+        security=ResourceSecurity(exempt_params=frozenset({"path"})),
+    )
+    def read_code_resource(source: str, path: str) -> str:
+        return read_code(vault, source, path)[0]
+
+
+def read_code(vault: Vault, source: str, path: str) -> tuple[str, str]:
+    """(text, MIME type) of an indexed file of a named source."""
+    from vaultsearch.sourceread import indexed_text
+
+    try:
+        note, text = indexed_text(vault, f"{unquote(source)}:{unquote(path)}")
+    except VaultsearchError as exc:
+        raise ResourceNotFoundError(str(exc)) from exc
+    if note.language:
+        return text, f"text/x-{note.language}"
+    return text, MIME if note.kind == "note" else "text/plain"

@@ -13,6 +13,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 
+def _unset(value: Any) -> bool:
+    return value is None
+
+
 class _Out(BaseModel):
     message: str | None = Field(
         default=None,
@@ -45,6 +49,14 @@ class SearchHit(NoteRef):
         description="With explain=true: each branch's rank, score and contribution, the "
         "graph, recency and rerank parts (they add up to score), widened typos.",
     )
+    # Named sources (issue 12): sent only when set, so vault hits stay as short as before.
+    chunk_id: int | None = Field(default=None, description="For read_source.")
+    source: str | None = Field(default=None, exclude_if=_unset)
+    kind: str | None = Field(default=None, exclude_if=_unset)
+    language: str | None = Field(default=None, exclude_if=_unset)
+    qualified_name: str | None = Field(default=None, exclude_if=_unset)
+    node_type: str | None = Field(default=None, exclude_if=_unset)
+    page: int | None = Field(default=None, exclude_if=_unset)
 
 
 class SearchResult(_Out):

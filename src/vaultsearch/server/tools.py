@@ -111,6 +111,12 @@ class VaultTools:
             Field(description="Frontmatter field -> value, or list of accepted values."),
         ] = None,
         explain: Annotated[bool, Field(description="Add each strategy's rank/score.")] = False,
+        sources: Annotated[list[str] | None, Field(description="Source names; 'vault'.")] = None,
+        kinds: Annotated[
+            list[Literal["note", "code", "pdf", "text"]] | None, Field(description="File kinds.")
+        ] = None,
+        path_prefix: Annotated[list[str] | None, Field(description="Path starts.")] = None,
+        files: Annotated[list[str] | None, Field(description="Exact paths.")] = None,
     ) -> Annotated[CallToolResult, SearchResult]:
         with agent_errors():
             self._check_fields(where)
@@ -121,6 +127,8 @@ class VaultTools:
                 hits = self.vault.search(
                     query, top_k=top_k, mode=mode, tags=tags, folders=folders,
                     after=after, before=before, where=where, explain=explain,
+                    sources=sources, kinds=list(kinds) if kinds else None,
+                    path_prefix=path_prefix, files=files,
                 )  # fmt: skip
             except IndexMissingError:
                 hits, building, stale = [], True, False
@@ -129,7 +137,7 @@ class VaultTools:
             result = SearchResult(
                 query=query,
                 mode=mode,
-                hits=[SearchHit(**h.to_dict()) for h in hits],
+                hits=[SearchHit(**h.to_dict(), chunk_id=h.chunk_id) for h in hits],
                 index_building=building,
                 stale=stale,
                 matches_well=weak is None,
