@@ -112,6 +112,12 @@ def test_source_tools_in_one_session(served: dict[str, Path], tmp_path: Path) ->
                 assert "def sort_cherries" in read.contents[0].text  # type: ignore[union-attr]
                 readme = await c.read_resource("code://lib/README.md")
                 assert readme.contents[0].mime_type == "text/markdown"
+                listed_resources = (await c.list_resources()).resources
+                mimes = {str(r.uri): r.mime_type for r in listed_resources}
+                assert mimes["code://lib/sorter.py"] == "text/plain"
+                assert mimes["note://Home.md"] == "text/markdown"
+                as_note = await c.call_tool("read_note", {"path": "lib:README.md"})
+                assert as_note.is_error and "read_source(path=" in as_note.content[0].text
 
                 push_change(served["work"], served["bare"], {"sorter.py": "def weigh_plums():\n"})
                 started = data(await c.call_tool("reindex_target", {"source": "lib"}))

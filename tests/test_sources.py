@@ -16,6 +16,7 @@ from vaultsearch import Vault
 from vaultsearch.cli import main
 from vaultsearch.config import config_from_dict
 from vaultsearch.errors import ConfigError, QueryError
+from vaultsearch.sourceconfig import source_from_table
 from vaultsearch.store.catalog import Catalog
 from vaultsearch.store.layout import IndexLayout
 
@@ -334,3 +335,18 @@ def test_cli_sources_add_list_remove(
     assert "consistent" in capsys.readouterr().out
     assert main(["sources", *v, "remove", "lib"]) == 2
     assert "no source named 'lib'" in capsys.readouterr().err
+
+
+def test_a_new_git_source_makes_check_ask_for_an_update(tmp_path: Path, embedder: object) -> None:
+    _, bare = make_repo(tmp_path / "repo", LIB)
+    vault = Vault.open(write_files(tmp_path / "vault", {"Home.md": "# Home\n\nApples.\n"}))
+    vault.index()
+    table = {"name": "lib", "type": "git", "url": str(bare), "parsers": {"**/*.md": "text"}}
+    vault.add_source(source_from_table(table, "test", 0))
+    assert vault.check().reasons == ["source lib has not been cloned yet"]
+    vault.index()
+    assert vault.check().status == "current"
+    kinds = {n.path: n.kind for n in vault.orchestrator.snapshot().notes.values()}
+    assert kinds["lib:README.md"] == "text"  # the source's own glob wins over [parsers]
+    assert kinds["Home.md"] == "note"
+    vault.close()

@@ -178,12 +178,14 @@ class IndexManager:
             return IndexCheck("rebuild", damage)
         catalog = open_catalog_for_reading(current.catalog)
         try:
-            plan = self._plan_against(catalog)
+            scanned, known, failures, scan = self._look(catalog, None)
+            plan = plan_changes(scanned, known, failures, self.sources.read_limit)
             state = read_state(current.root) or {}
             behind = state.get("generation") != catalog.generation
         finally:
             catalog.close()
         reasons = describe_plan(plan)
+        reasons += [f"source {name} has not been cloned yet" for name in sorted(scan.never_read)]
         if behind:
             reasons.append("derived indexes are behind the catalog (an interrupted run)")
         n = len(plan.changed) + len(plan.moved) + len(plan.deleted) + len(plan.failed)

@@ -40,6 +40,8 @@ class SourceScan:
     """Git source name -> the commit its files come from."""
     read: set[str] = field(default_factory=set)
     """The sources read whole (``vault`` for the vault's own notes)."""
+    never_read: set[str] = field(default_factory=set)
+    """Git sources without a clone yet: nothing of them can be in the index."""
 
 
 def clone_root(vault: Path, index_dir: Path, config: Config) -> Path:
@@ -61,7 +63,7 @@ class SourceSet:
         self.clones = clone_root(vault, index_dir, config)
         self._global = ParserRegistry(config.parsers)
         self._parsers = {
-            s.name: ParserRegistry({**s.parsers, **config.parsers}) for s in config.sources
+            s.name: ParserRegistry(_merged(s.parsers, config.parsers)) for s in config.sources
         }
 
     # --- ids and parsers ------------------------------------------------------------
@@ -123,6 +125,8 @@ class SourceSet:
                 files, commit = self._scan_source(source, sync)
             except (VaultsearchError, OSError) as exc:
                 out.unavailable[source.name] = str(exc)
+                if source.type == "git" and not (self.root(source) / ".git").is_dir():
+                    out.never_read.add(source.name)
                 continue
             out.files.update(files)
             out.read.add(source.name)
@@ -178,6 +182,11 @@ class SourceSet:
             path = note_id(source.name, rel)
             out[path] = _limited(replace(info, path=path), limit, key)
         return out, commit
+
+
+def _merged(first: dict[str, str], then: dict[str, str]) -> dict[str, str]:
+    """The source's globs ahead of the global ones, its own winning a glob both name."""
+    return {**first, **{glob: name for glob, name in then.items() if glob not in first}}
 
 
 def _limited(info: FileInfo, limit: int, key: str) -> FileInfo:

@@ -50,20 +50,31 @@ def register_note_template(server: MCPServer, browser: Browser) -> None:
 
 
 def note_resources(browser: Browser) -> list[Resource]:
+    """The vault's notes as ``note://``, the indexed files of named sources as ``code://``."""
+    sources = browser.vault.manager().sources
     files = browser.vault.manager().scan()
     snap = browser.snapshot()
-    titles = {n.path: n.title for n in snap.notes.values()} if snap is not None else {}
-    return [
-        Resource(
-            uri=note_uri(path),
-            name=path,
-            title=titles.get(path),
-            mime_type=MIME,
-            size=info.size,
-        )
-        for path, info in files.items()
-        if not info.skip
-    ]
+    notes = {n.path: n for n in snap.notes.values()} if snap is not None else {}
+    out = []
+    for path, info in files.items():
+        if info.skip:
+            continue
+        source, rel = sources.split(path)
+        note = notes.get(path)
+        if not source:
+            uri, mime = note_uri(path), MIME
+        elif note is None:
+            continue  # readable once indexed
+        else:
+            uri = code_uri(source, rel)
+            mime = f"text/x-{note.language}" if note.language else _plain(note.kind)
+        title = note.title if note is not None else None
+        out.append(Resource(uri=uri, name=path, title=title, mime_type=mime, size=info.size))
+    return out
+
+
+def _plain(kind: str) -> str:
+    return MIME if kind == "note" else "text/plain"
 
 
 CODE_TEMPLATE = "code://{source}/{+path}"
@@ -98,6 +109,4 @@ def read_code(vault: Vault, source: str, path: str) -> tuple[str, str]:
         note, text = indexed_text(vault, f"{unquote(source)}:{unquote(path)}")
     except VaultsearchError as exc:
         raise ResourceNotFoundError(str(exc)) from exc
-    if note.language:
-        return text, f"text/x-{note.language}"
-    return text, MIME if note.kind == "note" else "text/plain"
+    return text, f"text/x-{note.language}" if note.language else _plain(note.kind)
