@@ -250,6 +250,8 @@ def test_index_one_source_leaves_the_others(tmp_path: Path, embedder: object) ->
     assert vault.check().reasons == ["1 file modified"]
     assert vault.index(source="docs").updated == 1
     assert vault.check().status == "current"
+    with pytest.raises(ConfigError, match=r"no source named 'nope' \(sources: vault, docs, lib\)"):
+        vault.index(source="nope")
     with pytest.raises(ConfigError, match="cannot be limited to one"):
         vault.index(full=True, source="lib")
     vault.close()

@@ -94,6 +94,8 @@ class Vault:
                 "--full rebuilds every source; it cannot be limited to one.",
                 fix="drop --source, or drop --full",
             )
+        if source is not None and source != VAULT_SOURCE:
+            self._known_source(source)
         summary = self.manager().update(full=full, progress=progress, source=source)
         if self._orchestrator is not None:
             self._orchestrator.refresh()
@@ -103,6 +105,21 @@ class Vault:
         return self.manager().check()
 
     # --- sources --------------------------------------------------------------
+    def _known_source(self, name: str) -> None:
+        """A configured source, or one the index still holds (removed from the config:
+        an index run of it removes its files)."""
+        if name in {s.name for s in self.config.sources}:
+            return
+        if self.layout.exists() and any(
+            n.source == name for n in self.orchestrator.snapshot().notes.values()
+        ):
+            return
+        known = ", ".join([VAULT_SOURCE, *(s.name for s in self.config.sources)])
+        raise ConfigError(
+            f"There is no source named '{name}' (sources: {known}).",
+            fix="vaultsearch sources list",
+        )
+
     def add_source(self, source: SourceConfig) -> Path:
         """Persist a new named source in the managed sources.toml; not yet indexed."""
         from vaultsearch.sourceedit import add_managed
@@ -119,7 +136,11 @@ class Vault:
         removed = remove_managed(self.root, self.config.sources, name)
         clones = self.manager().sources.clones
         self._reload_sources()
-        summary = self.index(source=name) if self.layout.exists() else IndexSummary()
+        summary = IndexSummary()
+        if self.layout.exists():
+            summary = self.manager().update(source=name)
+            if self._orchestrator is not None:
+                self._orchestrator.refresh()
         if removed.type == "git":
             shutil.rmtree(clones / removed.name, ignore_errors=True)
         return summary
