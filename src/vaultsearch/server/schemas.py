@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 
 def _unset(value: Any) -> bool:
-    return value is None
+    return not value
 
 
 class _Out(BaseModel):
@@ -50,13 +50,13 @@ class SearchHit(NoteRef):
         "graph, recency and rerank parts (they add up to score), widened typos.",
     )
     # Named sources (issue 12): sent only when set, so vault hits stay as short as before.
-    chunk_id: int | None = Field(default=None, description="For read_source.")
-    source: str | None = Field(default=None, exclude_if=_unset)
-    kind: str | None = Field(default=None, exclude_if=_unset)
-    language: str | None = Field(default=None, exclude_if=_unset)
-    qualified_name: str | None = Field(default=None, exclude_if=_unset)
-    node_type: str | None = Field(default=None, exclude_if=_unset)
-    page: int | None = Field(default=None, exclude_if=_unset)
+    chunk_id: int = Field(default=0, description="For read_source.")
+    source: str = Field(default="", exclude_if=_unset)
+    kind: str = Field(default="", exclude_if=_unset)
+    language: str = Field(default="", exclude_if=_unset)
+    qualified_name: str = Field(default="", exclude_if=_unset)
+    node_type: str = Field(default="", exclude_if=_unset)
+    page: int = Field(default=0, exclude_if=_unset)
 
 
 class SearchResult(_Out):
