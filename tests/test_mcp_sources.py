@@ -49,6 +49,18 @@ def data(result: Any) -> dict[str, Any]:
     return result.structured_content
 
 
+async def until_found(c: Client, word: str) -> bool:
+    """Whether a keyword search scoped to sorter.py finds ``word`` within 60 s."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        args = {"query": word, "mode": "keyword", "files": ["sorter.py"]}
+        hits = data(await c.call_tool("search", args))["hits"]
+        if hits:
+            return bool(hits[0]["path"] == "lib:sorter.py")
+        await anyio.sleep(0.2)
+    return False
+
+
 def test_source_tools_in_one_session(served: dict[str, Path], tmp_path: Path) -> None:
     params = StdioServerParameters(
         command=sys.executable,
@@ -102,6 +114,8 @@ def test_source_tools_in_one_session(served: dict[str, Path], tmp_path: Path) ->
                     "read_source", {"path": "lib:sorter.py", "qualified_name": "Crate.sort"}
                 )
                 assert missing.is_error and "has no 'Crate.sort'" in missing.content[0].text
+                no_page = await c.call_tool("read_source", {"path": "lib:sorter.py", "page": 2})
+                assert no_page.is_error and "no indexed text on page 2" in no_page.content[0].text
                 wrong = await c.call_tool("read_source", {"path": "lib:sorted.py"})
                 assert wrong.is_error and "did you mean 'lib:sorter.py'" in wrong.content[0].text
 
@@ -122,18 +136,11 @@ def test_source_tools_in_one_session(served: dict[str, Path], tmp_path: Path) ->
                 push_change(served["work"], served["bare"], {"sorter.py": "def weigh_plums():\n"})
                 started = data(await c.call_tool("reindex_target", {"source": "lib"}))
                 assert started["target"] == "source lib"
-                deadline = time.monotonic() + 60
-                found: list[dict[str, Any]] = []
-                while not found and time.monotonic() < deadline:
-                    await anyio.sleep(0.2)
-                    answer = data(
-                        await c.call_tool(
-                            "search",
-                            {"query": "weigh_plums", "mode": "keyword", "files": ["sorter.py"]},
-                        )
-                    )
-                    found = answer["hits"]
-                assert found and found[0]["path"] == "lib:sorter.py"
+                assert await until_found(c, "weigh_plums")
+                push_change(served["work"], served["bare"], {"sorter.py": "def peel_figs():\n"})
+                one_file = data(await c.call_tool("reindex_target", {"path": "lib:sorter.py"}))
+                assert one_file["target"] == "lib:sorter.py"
+                assert await until_found(c, "peel_figs")
                 bad = await c.call_tool("reindex_target", {"source": "nope"})
                 assert bad.is_error and "sources: lib, vault" in bad.content[0].text
 

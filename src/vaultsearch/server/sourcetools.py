@@ -108,10 +108,11 @@ class SourceTools:
             else:
                 target = (path or "").strip().lstrip("/")
             started = self.live.request(paths=None if target is None else [target])
-            what = f"source {source}" if source else repr(target)
+            what = f"source {source}" if source else str(target)
+            shown = what if source else repr(what)
             message = (
-                f"Started re-indexing {what} in the background; index_status shows when done."
+                f"Started re-indexing {shown} in the background; index_status shows when done."
                 if started
-                else f"A run is going; {what} is re-indexed by the run that follows it."
+                else f"A run is going; {shown} is re-indexed by the run that follows it."
             )
             return _reply({"started": started, "target": what, "message": message}, message)
