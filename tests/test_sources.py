@@ -352,3 +352,26 @@ def test_a_new_git_source_makes_check_ask_for_an_update(tmp_path: Path, embedder
     assert kinds["lib:README.md"] == "text"  # the source's own glob wins over [parsers]
     assert kinds["Home.md"] == "note"
     vault.close()
+
+
+def test_include_exclude_and_ignore_files_of_a_folder_source(tmp_path: Path) -> None:
+    """What a scan of a folder source yields, before anything is parsed or embedded."""
+    vault = write_files(tmp_path / "vault", {"Home.md": "# Home\n", "docs:clash.md": "# Clash\n"})
+    write_files(
+        tmp_path / "handbook",
+        {
+            "a.md": "# A\n",
+            "b.txt": "B\n",
+            "drafts/c.md": "# C\n",
+            "deep/d.md": "# D\n",
+            "tmp/e.md": "# E\n",
+            "f.py": "print()\n",
+            ".gitignore": "tmp/\n",
+        },
+    )
+    raw = {"name": "docs", "path": "../handbook", "include": ["*.md"], "exclude": ["drafts/"]}
+    cfg = config_from_dict({"sources": [raw]})
+    files = Vault(vault, vault / ".vaultsearch", cfg).manager().scan()
+    assert sorted(files) == ["Home.md", "docs:a.md", "docs:clash.md", "docs:deep/d.md"]
+    assert "reads as a file of the source 'docs'" in (files["docs:clash.md"].skip or "")
+    assert files["docs:a.md"].abs_path == (tmp_path / "handbook" / "a.md").resolve()
