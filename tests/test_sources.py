@@ -7,6 +7,7 @@ import os
 import re
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from tests.conftest import write_files
 from vaultsearch import Vault
 from vaultsearch.cli import main
 from vaultsearch.config import config_from_dict
-from vaultsearch.errors import ConfigError, QueryError
+from vaultsearch.errors import ConfigError, IndexBusyError, QueryError
 from vaultsearch.sourceconfig import source_from_table
 from vaultsearch.store.catalog import Catalog
 from vaultsearch.store.layout import IndexLayout
@@ -375,3 +376,36 @@ def test_include_exclude_and_ignore_files_of_a_folder_source(tmp_path: Path) -> 
     assert sorted(files) == ["Home.md", "docs:a.md", "docs:clash.md", "docs:deep/d.md"]
     assert "reads as a file of the source 'docs'" in (files["docs:clash.md"].skip or "")
     assert files["docs:a.md"].abs_path == (tmp_path / "handbook" / "a.md").resolve()
+
+
+def test_remove_waits_for_no_other_writer(tmp_path: Path) -> None:
+    """Another process writing the index: the source stays configured, nothing half done."""
+    vault = write_files(tmp_path / "vault", {"Home.md": "# Home\n"})
+    docs = write_files(tmp_path / "docs", {"a.md": "# A\n"})
+    managed = vault / ".vaultsearch" / "sources.toml"
+    managed.parent.mkdir()
+    managed.write_text(f'[[sources]]\nname = "docs"\npath = "{docs}"\n', encoding="utf-8")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from vaultsearch.store.lock import "
+            "WriterLock; lock = WriterLock(Path(sys.argv[1])); assert lock.acquire(); "
+            "print('held', flush=True); time.sleep(60)",
+            str(vault / ".vaultsearch" / "writer.lock"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        v = Vault.open(vault)
+        with pytest.raises(IndexBusyError, match="the source 'docs' was not removed"):
+            v.remove_source("docs")
+        assert "docs" in managed.read_text(encoding="utf-8")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert v.remove_source("docs").removed == 0
+    assert "docs" not in managed.read_text(encoding="utf-8")
+    assert [s["name"] for s in v.sources()] == ["vault"]

@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 from vaultsearch.config import Config, load_config
 from vaultsearch.embedding import Embedder
-from vaultsearch.errors import ConfigError, IndexMissingError, VaultNotFoundError
+from vaultsearch.errors import (
+    ConfigError,
+    IndexBusyError,
+    IndexMissingError,
+    VaultNotFoundError,
+)
 from vaultsearch.indexing.manager import IndexCheck, IndexManager, IndexSummary
 from vaultsearch.indexing.progress import Progress
 from vaultsearch.sourceconfig import VAULT_SOURCE, SourceConfig
@@ -133,14 +138,26 @@ class Vault:
         vectors, keyword documents, graph nodes) and its clone."""
         from vaultsearch.sourceedit import remove_managed
 
-        removed = remove_managed(self.root, self.config.sources, name)
-        clones = self.manager().sources.clones
-        self._reload_sources()
-        summary = IndexSummary()
-        if self.layout.exists():
-            summary = self.manager().update(source=name)
-            if self._orchestrator is not None:
-                self._orchestrator.refresh()
+        manager = self.manager()
+        acquired = not manager.lock.held
+        if acquired and not manager.lock.acquire():
+            raise IndexBusyError(
+                f"Another vaultsearch process is writing the index at {self.index_dir}; "
+                f"the source '{name}' was not removed.",
+                fix="stop that 'vaultsearch watch/mcp' (or wait for its run), then retry",
+            )
+        try:
+            removed = remove_managed(self.root, self.config.sources, name)
+            clones = manager.sources.clones
+            self._reload_sources()
+            summary = IndexSummary()
+            if self.layout.exists():
+                summary = manager.update(source=name)
+                if self._orchestrator is not None:
+                    self._orchestrator.refresh()
+        finally:
+            if acquired:
+                manager.lock.release()
         if removed.type == "git":
             shutil.rmtree(clones / removed.name, ignore_errors=True)
         return summary
@@ -152,7 +169,8 @@ class Vault:
         own = tuple(s for s in self.config.sources if s.origin == self.config.source)
         self.config = with_sources(self.config, own + read_managed(self.root))
         with self._lock:
-            self._manager = None
+            if self._manager is not None:
+                self._manager.use_sources(self.config)
 
     def sources(self) -> list[dict[str, Any]]:
         """Every source with what the index holds of it: name, type, path or url,

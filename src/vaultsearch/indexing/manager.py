@@ -148,6 +148,12 @@ class IndexManager:
             default_cache_dir(config.embedding.cache_dir), config.embedding.cache_size_mb * MB
         )
 
+    def use_sources(self, config: Config) -> None:
+        """Another list of named sources (added or removed), keeping this manager's
+        writer lock: a source is removed under the lock taken before its config went."""
+        self.config = config
+        self.sources = SourceSet(self.vault, self.layout.root, config)
+
     # --- read-only questions -------------------------------------------------
     def scan(self) -> dict[str, FileInfo]:
         """The files of the vault and of every named source (as their note ids)."""
