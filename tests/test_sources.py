@@ -320,9 +320,10 @@ def test_cli_sources_add_list_remove(
     docs = write_files(tmp_path / "docs", {"guide.md": "# Guide\n\nBananas.\n"})
     v = ["--vault", str(vault)]
     assert main(["sources", *v, "add", "docs", str(docs)]) == 0
-    assert main(["sources", *v, "add", "lib", bare.as_uri(), "--branch", "main"]) == 0
-    assert main(["index", str(vault), "--quiet", "--all"]) == 0
-    capsys.readouterr()
+    assert main(["sources", *v, "add", "lib", bare.as_uri(), "--branch", "main", "--index"]) == 0
+    assert "indexed 5 files, 6 chunks embedded" in capsys.readouterr().out  # the first run: all
+    assert main(["index", str(vault), "--quiet", "--all", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["unchanged"] == 5
     assert main(["sources", *v, "--json", "list"]) == 0
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["docs"]["path"] == str(docs) and rows["docs"]["files"] == 1
