@@ -7,6 +7,7 @@ import pytest
 from vaultsearch.errors import QueryError
 from vaultsearch.search.filters import (
     NoteMeta,
+    Scope,
     SearchFilters,
     folder_matches,
     parse_date,
@@ -60,3 +61,42 @@ def test_dates() -> None:
         SearchFilters.build(after="last tuesday")
     with pytest.raises(QueryError, match="later than"):
         SearchFilters.build(after="2024-06-01", before="2024-01-01")
+
+
+# --- scope: sources, kinds, path prefixes, exact files ---------------------------------
+def _meta(path: str, source: str = "", kind: str = "note") -> NoteMeta:
+    return NoteMeta(1, path, "t", (), {}, 0.0, source, kind)
+
+
+@pytest.mark.parametrize(
+    ("scope", "note", "expected"),
+    [
+        ({"sources": ["lib"]}, _meta("lib:a.py", "lib", "code"), True),
+        ({"sources": ["vault"]}, _meta("a.md"), True),
+        ({"sources": ["vault"]}, _meta("lib:a.md", "lib"), False),
+        ({"sources": ["lib", "docs"], "kinds": ["code"]}, _meta("docs:a.md", "docs"), False),
+        ({"kinds": ["code", "text"]}, _meta("lib:a.txt", "lib", "text"), True),
+        ({"prefixes": ["src/"]}, _meta("lib:src/a.py", "lib"), True),
+        ({"prefixes": ["lib:src"]}, _meta("lib:src/a.py", "lib"), True),
+        ({"prefixes": ["src/"]}, _meta("lib:tests/src/a.py", "lib"), False),
+        ({"files": ["a.py", "b.py"]}, _meta("lib:b.py", "lib"), True),
+        ({"files": ["lib:b.py"], "sources": ["docs"]}, _meta("lib:b.py", "lib"), False),
+    ],
+)
+def test_scope_is_or_within_a_filter_and_between_filters(
+    scope: dict[str, list[str]], note: NoteMeta, expected: bool
+) -> None:
+    built = Scope.build(**scope)
+    assert built.restricts
+    assert built.accepts(note) is expected
+    assert SearchFilters.build(scope=built).accepts(note) is expected
+
+
+def test_scope_refuses_unknown_kinds_and_sources() -> None:
+    with pytest.raises(QueryError, match="kinds are: note, code, pdf, text"):
+        Scope.build(kinds=["image"])
+    with pytest.raises(QueryError, match="no source 'x'; sources: lib, vault"):
+        Scope.build(sources=["x"], known_sources=["lib"])
+    with pytest.raises(QueryError, match="not one string"):
+        Scope.build(sources="lib")  # type: ignore[arg-type]
+    assert not Scope.build().restricts

@@ -66,6 +66,8 @@ TOOLS = {
 }  # fmt: skip
 SESSION_TOOLS = {"get_search_results", "list_search_results", "get_template_schema"}
 """Covered by test_mcp_toolbox (with the write tools, which are not listed by default)."""
+SOURCE_TOOLS = {"list_sources", "read_source", "reindex_target"}
+"""Covered by test_mcp_sources."""
 
 
 def make_vault(base: Path, index: bool) -> tuple[Path, Path]:
@@ -116,7 +118,7 @@ def test_a_session_over_stdio(
                 assert c.server_info is not None and c.server_info.name == "vaultsearch"
                 assert c.instructions and "search" in c.instructions
                 tools = {t.name: t for t in (await c.list_tools()).tools}
-                assert set(tools) == TOOLS | SESSION_TOOLS
+                assert set(tools) == TOOLS | SESSION_TOOLS | SOURCE_TOOLS
                 for t in tools.values():
                     assert t.description and 40 <= len(t.description) <= 250
                     assert t.input_schema["additionalProperties"] is False
@@ -194,7 +196,7 @@ def test_a_session_over_stdio(
                 assert "note://garden/Tomatoes.md" in listed and "note://escape.md" not in listed
                 templates = (await c.list_resource_templates()).resource_templates
                 assert sorted(t.uri_template for t in templates) == [
-                    "note://{+path}", "template://{name}/schema",
+                    "code://{source}/{+path}", "note://{+path}", "template://{name}/schema",
                 ]  # fmt: skip
                 body = (await c.read_resource("note://work/Budget.md")).contents[0]
                 assert body.mime_type == "text/markdown"

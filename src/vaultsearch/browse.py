@@ -359,6 +359,12 @@ class Browser:
     def find(self, path: str) -> tuple[str, Path]:
         """A readable note for ``path``: as given, with ``.md`` added, or by its unique
         file name; otherwise an error naming the closest paths."""
+        source, _ = self.vault.manager().sources.split(path)
+        if source:
+            raise NoteNotFoundError(
+                f"{path!r} is a file of the source '{source}', not a note of the vault.",
+                fix=f"read it with read_source(path={path!r})",
+            )
         rel, real = confine(self.vault.root, path)
         try:
             is_file = real.is_file()

@@ -58,7 +58,15 @@ def cmd_index(args: argparse.Namespace) -> int:
             for reason in check.reasons:
                 print(f"  - {reason}")
         return check.exit_code
-    summary = vault.index(full=args.full, progress=default_progress(quiet=args.quiet or args.json))
+    if args.source and args.all:
+        raise VaultsearchError(
+            "--source and --all contradict each other.", fix="pass one of them, not both"
+        )
+    summary = vault.index(
+        full=args.full,
+        progress=default_progress(quiet=args.quiet or args.json),
+        source=args.source,
+    )
     if args.json:
         _print_json(summary.to_dict())
         return 0
@@ -76,6 +84,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         print(f"  repaired {line}")
     for path, reason in d["failed"].items():
         print(f"  failed {path}: {reason}")
+    for name, reason in d["unavailable_sources"].items():
+        print(f"  source {name} not read (kept as indexed): {reason}")
     return 0
 
 
@@ -100,7 +110,22 @@ def cmd_status(args: argparse.Namespace) -> int:
     console.print(table)
     for path, reason in status["failed"].items():
         console.print(f"  [red]failed[/red] {path}: {reason}", markup=True, highlight=False)
+    if len(status["sources"]) > 1:
+        _print_sources(status["sources"])
     return 0
+
+
+# --- sources --------------------------------------------------------------------
+def cmd_sources(args: argparse.Namespace) -> int:
+    from vaultsearch.cli_sources import run_sources
+
+    return run_sources(args, _open(args))
+
+
+def _print_sources(rows: list[dict[str, Any]]) -> None:
+    from vaultsearch.cli_sources import print_sources
+
+    print_sources(rows)
 
 
 # --- search ---------------------------------------------------------------------
@@ -118,6 +143,10 @@ def cmd_search(args: argparse.Namespace) -> int:
         where=where or None,
         explain=args.explain,
         min_score=args.min_score,
+        sources=args.source,
+        kinds=args.kind,
+        path_prefix=args.path_prefix,
+        files=args.file,
     )
     if args.json or not sys.stdout.isatty():
         _print_json([h.to_dict() for h in hits])
@@ -296,6 +325,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.add_argument("--source", metavar="NAME", help="only this source ('vault': the vault's notes)")
+    p.add_argument("--all", action="store_true", help="the vault and every source (the default)")
     p.set_defaults(handler=cmd_index)
 
     p = sub.add_parser("status", help="what the index holds")
@@ -315,9 +346,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--before", help="only notes dated before (YYYY-MM-DD)")
     p.add_argument("--where", action="append", help="frontmatter FIELD=VALUE[,VALUE] (repeatable)")
     p.add_argument("--min-score", type=float, help="drop hits scoring below this")
+    p.add_argument("--source", action="append", help="only this source; 'vault' (repeatable)")
+    p.add_argument(
+        "--kind", action="append", choices=["note", "code", "pdf", "text"], help="repeatable"
+    )
+    p.add_argument("--path-prefix", action="append", help="paths starting so (repeatable)")
+    p.add_argument("--file", action="append", help="exactly this file (repeatable)")
     p.add_argument("--explain", action="store_true", help="show each strategy's rank and boosts")
     p.add_argument("--json", action="store_true", help="JSON output (default when piped)")
     p.set_defaults(handler=cmd_search)
+
+    from vaultsearch.cli_sources import add_sources_parser
+
+    add_sources_parser(sub, _common, cmd_sources)
 
     p = sub.add_parser("eval", help="score retrieval on BEIR-format data")
     p.add_argument("--corpus", required=True, help="corpus.jsonl")

@@ -15,6 +15,7 @@ from typing import Any, get_type_hints
 
 from vaultsearch.errors import ConfigError
 from vaultsearch.parsers import DEFAULT_PARSER_MAP
+from vaultsearch.sourceconfig import SourceConfig, check_unique, read_managed, sources_from_list
 
 DEFAULT_MODEL = "default"
 """Stands for all-MiniLM-L6-v2 as shipped inside vaultsearch (static INT8 for OpenVINO)."""
@@ -29,6 +30,8 @@ class VaultConfig:
     """Empty means ``<vault>/.vaultsearch``; relative paths are taken from the vault."""
     exclude: list[str] = field(default_factory=list)
     max_file_size: int = 2_000_000
+    clone_dir: str = ""
+    """Where git sources are cloned; empty means ``<index_dir>/clones``."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,8 @@ class Config:
     sessions: SessionsConfig = field(default_factory=SessionsConfig)
     reports: ReportsConfig = field(default_factory=ReportsConfig)
     writes: WritesConfig = field(default_factory=WritesConfig)
+    sources: tuple[SourceConfig, ...] = ()
+    """Named sources indexed beside the vault (``[[sources]]`` and sources.toml)."""
     source: str = "built-in defaults"
     """Where this configuration came from, for status output and error messages."""
 
@@ -278,6 +283,18 @@ def _validate(cfg: Config) -> None:
         ParserRegistry(cfg.parsers)
     except ValueError as exc:
         raise ConfigError(f"Config table '[parsers]' is invalid: {exc}") from None
+    _validate_sources(cfg.sources)
+
+
+def _validate_sources(sources: tuple[SourceConfig, ...]) -> None:
+    from vaultsearch.parsers import ParserRegistry
+
+    check_unique(sources)
+    for s in sources:
+        try:
+            ParserRegistry(s.parsers)
+        except ValueError as exc:
+            raise ConfigError(f"The parsers of source '{s.name}' ({s.origin}): {exc}.") from None
 
 
 def _validate_toolbox(cfg: Config) -> None:
@@ -310,10 +327,12 @@ def config_from_dict(raw: dict[str, Any], source: str = "<dict>") -> Config:
     for name, value in raw.items():
         if name == "parsers":
             kwargs["parsers"] = _check_value("parsers", value, dict[str, str])
+        elif name == "sources":
+            kwargs["sources"] = sources_from_list(value, source)
         elif name in _SECTIONS:
             kwargs[name] = _build_section(name, section_types[name], value)
         else:
-            allowed = ", ".join(("parsers", *_SECTIONS))
+            allowed = ", ".join(("parsers", *_SECTIONS, "sources"))
             raise ConfigError(f"Unknown config section '{name}'; allowed sections: {allowed}.")
     cfg = Config(**kwargs)
     _validate(cfg)
@@ -352,4 +371,12 @@ def load_config(
     if isinstance(explicit, Config):
         return explicit
     path = find_config_path(explicit, vault)
-    return load_config_file(path) if path else Config()
+    cfg = load_config_file(path) if path else Config()
+    managed = read_managed(vault) if vault is not None else ()
+    return with_sources(cfg, cfg.sources + managed) if managed else cfg
+
+
+def with_sources(cfg: Config, sources: tuple[SourceConfig, ...]) -> Config:
+    """``cfg`` with another list of sources, validated as a loaded config is."""
+    _validate_sources(sources)
+    return replace(cfg, sources=sources)

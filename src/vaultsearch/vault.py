@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 from datetime import date, datetime
 from pathlib import Path
@@ -10,9 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 from vaultsearch.config import Config, load_config
 from vaultsearch.embedding import Embedder
-from vaultsearch.errors import IndexMissingError, VaultNotFoundError
+from vaultsearch.errors import (
+    ConfigError,
+    IndexBusyError,
+    IndexMissingError,
+    VaultNotFoundError,
+)
 from vaultsearch.indexing.manager import IndexCheck, IndexManager, IndexSummary
 from vaultsearch.indexing.progress import Progress
+from vaultsearch.sourceconfig import VAULT_SOURCE, SourceConfig
 from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.manifest import SPEC_VERSION, read_manifest, read_state
 from vaultsearch.validtext import valid_strings, valid_text
@@ -82,15 +89,118 @@ class Vault:
                 self._manager = IndexManager(self.root, self.index_dir, self.config, self.embedder)
             return self._manager
 
-    def index(self, full: bool = False, progress: Progress | None = None) -> IndexSummary:
-        """Bring the index up to date with the vault; returns what changed."""
-        summary = self.manager().update(full=full, progress=progress)
+    def index(
+        self, full: bool = False, progress: Progress | None = None, source: str | None = None
+    ) -> IndexSummary:
+        """Bring the index up to date with the vault and its sources (or with one
+        ``source``; ``vault`` is the vault's own notes); returns what changed."""
+        if source is not None and source != VAULT_SOURCE and full:
+            raise ConfigError(
+                "--full rebuilds every source; it cannot be limited to one.",
+                fix="drop --source, or drop --full",
+            )
+        if source is not None and source != VAULT_SOURCE:
+            self._known_source(source)
+        summary = self.manager().update(full=full, progress=progress, source=source)
         if self._orchestrator is not None:
             self._orchestrator.refresh()
         return summary
 
     def check(self) -> IndexCheck:
         return self.manager().check()
+
+    # --- sources --------------------------------------------------------------
+    def _known_source(self, name: str) -> None:
+        """A configured source, or one the index still holds (removed from the config:
+        an index run of it removes its files)."""
+        if name in {s.name for s in self.config.sources}:
+            return
+        if self.layout.exists() and any(
+            n.source == name for n in self.orchestrator.snapshot().notes.values()
+        ):
+            return
+        known = ", ".join([VAULT_SOURCE, *(s.name for s in self.config.sources)])
+        raise ConfigError(
+            f"There is no source named '{name}' (sources: {known}).",
+            fix="vaultsearch sources list",
+        )
+
+    def add_source(self, source: SourceConfig) -> Path:
+        """Persist a new named source in the managed sources.toml; not yet indexed."""
+        from vaultsearch.sourceedit import add_managed
+
+        path = add_managed(self.root, self.config.sources, source)
+        self._reload_sources()
+        return path
+
+    def remove_source(self, name: str) -> IndexSummary:
+        """Forget a source and remove everything the index holds of it (notes, chunks,
+        vectors, keyword documents, graph nodes) and its clone."""
+        from vaultsearch.sourceedit import remove_managed
+
+        manager = self.manager()
+        acquired = not manager.lock.held
+        if acquired and not manager.lock.acquire():
+            raise IndexBusyError(
+                f"Another vaultsearch process is writing the index at {self.index_dir}; "
+                f"the source '{name}' was not removed.",
+                fix="stop that 'vaultsearch watch/mcp' (or wait for its run), then retry",
+            )
+        try:
+            removed = remove_managed(self.root, self.config.sources, name)
+            clones = manager.sources.clones
+            self._reload_sources()
+            summary = IndexSummary()
+            if self.layout.exists():
+                summary = manager.update(source=name)
+                if self._orchestrator is not None:
+                    self._orchestrator.refresh()
+        finally:
+            if acquired:
+                manager.lock.release()
+        if removed.type == "git":
+            shutil.rmtree(clones / removed.name, ignore_errors=True)
+        return summary
+
+    def _reload_sources(self) -> None:
+        from vaultsearch.config import with_sources
+        from vaultsearch.sourceconfig import read_managed
+
+        own = tuple(s for s in self.config.sources if s.origin == self.config.source)
+        self.config = with_sources(self.config, own + read_managed(self.root))
+        with self._lock:
+            if self._manager is not None:
+                self._manager.use_sources(self.config)
+
+    def sources(self) -> list[dict[str, Any]]:
+        """Every source with what the index holds of it: name, type, path or url,
+        files, chunks, failures, when it was last read (and from which commit)."""
+        from vaultsearch.indexing.manager import read_sources_state
+
+        state = read_sources_state(self.index_dir)
+        counts: dict[str, list[int]] = {}
+        if self.layout.exists():
+            snap = self.orchestrator.snapshot()
+            for nid, note in snap.notes.items():
+                c = counts.setdefault(note.source or VAULT_SOURCE, [0, 0, 0])
+                c[0] += 1
+                c[1] += len(snap.chunks_by_note.get(nid, ()))
+            split = self.manager().sources.split
+            for path in snap.catalog.failures():
+                counts.setdefault(split(path)[0] or VAULT_SOURCE, [0, 0, 0])[2] += 1
+        rows = [(VAULT_SOURCE, "folder", str(self.root), "")]
+        rows += [(s.name, s.type, s.location, s.branch) for s in self.config.sources]
+        out = []
+        for name, kind, where, branch in rows:
+            files, chunks, failed = counts.get(name, [0, 0, 0])
+            entry: dict[str, Any] = {"name": name, "type": kind}
+            entry["url" if kind == "git" else "path"] = where
+            if branch:
+                entry["branch"] = branch
+            entry |= {"files": files, "chunks": chunks, "failed": failed}
+            entry |= {k: v for k, v in state.get(name, {}).items() if v}
+            out.append(entry)
+        return out
 
     def require_index(self) -> None:
         if not self.layout.exists():
@@ -129,6 +239,7 @@ class Vault:
             "generation_folder": generation.name,
             "write_error": write_error(self.index_dir),
             "config": self.config.source,
+            "sources": self.sources(),
         }
 
     # --- search ---------------------------------------------------------------
@@ -154,13 +265,32 @@ class Vault:
         where: dict[str, Any] | None = None,
         explain: bool = False,
         min_score: float | None = None,
+        sources: list[str] | None = None,
+        kinds: list[str] | None = None,
+        path_prefix: list[str] | None = None,
+        files: list[str] | None = None,
     ) -> list[Hit]:
-        """The best places in the vault for ``query``, best first, grouped per note."""
-        from vaultsearch.search.filters import SearchFilters
+        """The best places in the vault for ``query``, best first, grouped per note.
+        ``sources``, ``kinds`` (note, code, pdf, text), ``path_prefix`` and ``files``
+        scope it: any value of one filter will do, every filter given must hold."""
+        from vaultsearch.search.filters import Scope, SearchFilters
 
         tags, folders, where = valid_strings(tags), valid_strings(folders), valid_strings(where)
+        scope = Scope.build(
+            valid_strings(sources),
+            valid_strings(kinds),
+            valid_strings(path_prefix),
+            valid_strings(files),
+            known_sources=[s.name for s in self.config.sources],
+        )
         filters = SearchFilters.build(
-            tags=tags, folders=folders, after=after, before=before, where=where, min_score=min_score
+            tags=tags,
+            folders=folders,
+            after=after,
+            before=before,
+            where=where,
+            min_score=min_score,
+            scope=scope,
         )
         return self.orchestrator.search(
             valid_text(query), top_k=top_k, mode=mode, filters=filters, explain=explain

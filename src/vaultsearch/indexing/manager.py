@@ -25,9 +25,12 @@ from vaultsearch.indexing.changes import ChangePlan, FileText, describe_plan, pl
 from vaultsearch.indexing.chunker import chunk_capped
 from vaultsearch.indexing.links import LinkResolver
 from vaultsearch.indexing.progress import Progress, SilentProgress
-from vaultsearch.indexing.scan import FileInfo, IgnoreRules, scan_paths, scan_vault
+from vaultsearch.indexing.scan import FileInfo, IgnoreRules, scan_paths
+from vaultsearch.indexing.sources import SourceScan, SourceSet, now_iso
 from vaultsearch.models import Chunk, ParsedNote
-from vaultsearch.parsers import Parser, ParserRegistry, parse_content
+from vaultsearch.parsers import ParserRegistry
+from vaultsearch.sourceconfig import VAULT_SOURCE
+from vaultsearch.store.atomic import atomic_write_json
 from vaultsearch.store.catalog import Catalog, open_catalog_for_reading, seal_catalog
 from vaultsearch.store.derived import Batch, DerivedSettings
 from vaultsearch.store.embedcache import EmbeddingCache, default_cache_dir
@@ -50,6 +53,7 @@ from vaultsearch.store.writer import (
     copy_catalog,
 )
 
+SOURCES_STATE = "sources.json"
 BATCH_FILES = 256
 EMBED_BATCH = 128
 MB = 1024 * 1024
@@ -68,6 +72,8 @@ class IndexSummary:
     seconds: float = 0.0
     repaired: list[str] = field(default_factory=list)
     rebuild_reasons: list[str] = field(default_factory=list)
+    unavailable: dict[str, str] = field(default_factory=dict)
+    """Sources not read this run, and why: their notes stay as they were indexed."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -85,6 +91,7 @@ class IndexSummary:
             "seconds": round(self.seconds, 3),
             "repaired": self.repaired,
             "rebuild_reasons": self.rebuild_reasons,
+            "unavailable_sources": dict(sorted(self.unavailable.items())),
         }
 
 
@@ -132,6 +139,8 @@ class IndexManager:
         self.layout = IndexLayout(index_dir)
         self.parsers = ParserRegistry(config.parsers)
         self.rules = IgnoreRules(vault, config.excluded(), index_dir)
+        self.sources = SourceSet(vault, index_dir, config)
+        self._last_scan: SourceScan | None = None
         self.embedder = embedder or Embedder(config.embedding)
         self.progress = progress or SilentProgress()
         self.lock = WriterLock(self.layout.lock)
@@ -139,10 +148,20 @@ class IndexManager:
             default_cache_dir(config.embedding.cache_dir), config.embedding.cache_size_mb * MB
         )
 
+    def use_sources(self, config: Config) -> None:
+        """Another list of named sources (added or removed), keeping this manager's
+        writer lock: a source is removed under the lock taken before its config went."""
+        self.config = config
+        self.sources = SourceSet(self.vault, self.layout.root, config)
+
     # --- read-only questions -------------------------------------------------
     def scan(self) -> dict[str, FileInfo]:
+        """The files of the vault and of every named source (as their note ids)."""
+        return self._scan().files
+
+    def _scan(self, only: str | None = None, sync: bool = False) -> SourceScan:
         self._reload_rules()
-        return scan_vault(self.vault, self.rules, self.parsers)
+        return self.sources.scan(self.rules, only, sync)
 
     def _reload_rules(self) -> None:
         """A long-lived writer must see an edited .gitignore / .vaultsearchignore."""
@@ -165,12 +184,14 @@ class IndexManager:
             return IndexCheck("rebuild", damage)
         catalog = open_catalog_for_reading(current.catalog)
         try:
-            plan = self._plan_against(catalog)
+            scanned, known, failures, scan = self._look(catalog, None)
+            plan = plan_changes(scanned, known, failures, self.sources.read_limit)
             state = read_state(current.root) or {}
             behind = state.get("generation") != catalog.generation
         finally:
             catalog.close()
         reasons = describe_plan(plan)
+        reasons += [f"source {name} has not been cloned yet" for name in sorted(scan.never_read)]
         if behind:
             reasons.append("derived indexes are behind the catalog (an interrupted run)")
         n = len(plan.changed) + len(plan.moved) + len(plan.deleted) + len(plan.failed)
@@ -193,9 +214,8 @@ class IndexManager:
 
     def _plan_against(self, catalog: Catalog) -> ChangePlan:
         """What the vault's files would change in this catalog (read-only questions)."""
-        return plan_changes(
-            self.scan(), catalog.file_states(), catalog.failures(), self.config.vault.max_file_size
-        )
+        scanned, known, failures, _ = self._look(catalog, None)
+        return plan_changes(scanned, known, failures, self.sources.read_limit)
 
     # --- writing --------------------------------------------------------------
     @contextmanager
@@ -240,14 +260,19 @@ class IndexManager:
         full: bool = False,
         progress: Progress | None = None,
         paths: Collection[str] | None = None,
+        source: str | None = None,
     ) -> IndexSummary:
         """``paths`` (vault-relative files or folders, e.g. from the watcher) limits the
-        look for changes to them; a move is recognised when both of its sides are given."""
+        look for changes to them; a move is recognised when both of its sides are given.
+        ``source`` limits it to one source (``vault`` for the vault's own notes); a name
+        no longer configured removes what the index holds of it."""
         if progress is not None:
             self.progress = progress
         fix = "wait for it to finish, or stop the other 'vaultsearch index/watch/mcp'"
         with self._writing(fix):
-            return self._update(full, paths)
+            summary = self._update(full, paths, source)
+            self._record_sources(summary)
+            return summary
 
     def repair(self) -> IndexSummary:
         """A new generation whose derived indexes are rebuilt from the catalog (cached
@@ -267,7 +292,9 @@ class IndexManager:
             summary.seconds = time.perf_counter() - t0
             return summary
 
-    def _update(self, full: bool, paths: Collection[str] | None = None) -> IndexSummary:
+    def _update(
+        self, full: bool, paths: Collection[str] | None = None, source: str | None = None
+    ) -> IndexSummary:
         t0 = time.perf_counter()
         summary = IndexSummary()
         manifest = expected_manifest(self.config, self.embedder.dimension)
@@ -283,7 +310,7 @@ class IndexManager:
             if changes:
                 summary.rebuild_reasons = changes
                 current = self._rebuild_from_catalog(current, manifest, summary)
-            self._incremental(current, manifest, summary, paths)
+            self._incremental(current, manifest, summary, paths, source)
         summary.seconds = time.perf_counter() - t0
         return summary
 
@@ -293,17 +320,20 @@ class IndexManager:
         manifest: dict[str, Any],
         summary: IndexSummary,
         paths: Collection[str] | None,
+        source: str | None = None,
     ) -> None:
         """Changes go into a copy of the live generation (catalog copied, Tantivy's
         immutable segments hard-linked), published in one step when all are in, so a
         reader never sees part of a run; a run with nothing to do writes nothing."""
         catalog = open_catalog_for_reading(live.catalog)
         try:
-            scanned, known, failures = self._look(catalog, paths)
+            scanned, known, failures, scan = self._look(catalog, paths, source, sync=True)
             healthy = _looks_whole(live, catalog)
         finally:
             catalog.close()
-        plan = plan_changes(scanned, known, failures, self.config.vault.max_file_size)
+        self._last_scan = scan
+        summary.unavailable = dict(scan.unavailable)
+        plan = plan_changes(scanned, known, failures, self.sources.read_limit)
         summary.unchanged = plan.unchanged
         if plan.empty and healthy:
             if read_manifest(live.root) != manifest:  # a change that needs no rebuild
@@ -331,7 +361,10 @@ class IndexManager:
         writer = GenerationWriter(generation, self._settings(), fresh=True)
         sources = self._embedding_sources(previous)
         try:
-            plan = plan_changes(self.scan(), {}, {}, self.config.vault.max_file_size)
+            scan = self._scan(sync=True)
+            self._last_scan = scan
+            summary.unavailable = dict(scan.unavailable)
+            plan = plan_changes(scan.files, {}, {}, self.sources.read_limit)
             summary.unchanged = plan.unchanged
             self._run_plan(writer, plan, summary, manifest, sources=sources)
         finally:
@@ -356,6 +389,26 @@ class IndexManager:
             writer.close()
         self._publish(generation)
         return generation
+
+    def _record_sources(self, summary: IndexSummary) -> None:
+        """When each source was last read and from which commit: status and
+        list_sources show it; a source that could not be read keeps its last entry."""
+        scan = self._last_scan
+        if scan is None:
+            return
+        self._last_scan = None
+        state = read_sources_state(self.layout.root)
+        configured = {VAULT_SOURCE, *self.sources.names}
+        state = {k: v for k, v in state.items() if k in configured}
+        now = now_iso()
+        for name in scan.read:
+            entry = {"last_indexed": now}
+            if name in scan.commits:
+                entry["commit"] = scan.commits[name]
+            state[name] = entry
+        for name, reason in scan.unavailable.items():
+            state[name] = {**state.get(name, {}), "error": reason}
+        atomic_write_json(self.layout.root / SOURCES_STATE, state)
 
     def _publish(self, generation: Generation) -> None:
         seal_catalog(generation.catalog)
@@ -401,25 +454,75 @@ class IndexManager:
             self.progress.finish()
 
     def _look(
-        self, catalog: Catalog, paths: Collection[str] | None
+        self,
+        catalog: Catalog,
+        paths: Collection[str] | None,
+        source: str | None = None,
+        sync: bool = False,
     ) -> tuple[
-        dict[str, FileInfo], dict[str, tuple[int, str, int, int]], dict[str, tuple[str, int, int]]
+        dict[str, FileInfo],
+        dict[str, tuple[int, str, int, int]],
+        dict[str, tuple[str, int, int]],
+        SourceScan,
     ]:
-        """Files on disk, catalog notes and recorded failures: of the whole vault, or of
-        just ``paths`` and what lies under them, so that nothing else looks deleted."""
+        """Files on disk, catalog notes and recorded failures: of the whole vault and its
+        sources, of one source, or of just ``paths`` (in the vault) and what lies under
+        them, so that nothing else looks deleted. The notes of a source that could not
+        be read are left out on both sides, so they stay as they are."""
         if paths is None:
-            return self.scan(), catalog.file_states(), catalog.failures()
+            scan = self._scan(source, sync)
+            known, failures = catalog.file_states(), catalog.failures()
+            of_source = catalog.note_sources()
+
+            def keep(path: str) -> bool:
+                name = of_source.get(path)
+                if name is None:
+                    name = self.sources.split(path)[0]
+                    if not name and path.partition(":")[0] == source:
+                        name = source  # a failure of a source no longer configured
+                if name in scan.unavailable:
+                    return False
+                return source is None or name == ("" if source == VAULT_SOURCE else source)
+
+            known = {p: v for p, v in known.items() if keep(p)}
+            failures = {p: v for p, v in failures.items() if keep(p)}
+            return scan.files, known, failures, scan
+        return self._look_at(catalog, paths, sync)
+
+    def _look_at(
+        self, catalog: Catalog, paths: Collection[str], sync: bool
+    ) -> tuple[
+        dict[str, FileInfo],
+        dict[str, tuple[int, str, int, int]],
+        dict[str, tuple[str, int, int]],
+        SourceScan,
+    ]:
+        """``_look`` for named paths: vault paths, or note ids of a source (``lib:``
+        is all of it, ``lib:src/`` a folder in it), whose source is scanned and cut."""
         self._reload_rules()
-        scanned = scan_paths(self.vault, self.rules, self.parsers, paths)
-        prefixes = tuple(p.rstrip("/") + "/" for p in paths)
+        vault_paths = [p for p in paths if not self.sources.split(p)[0]]
+        names = sorted({n for p in paths if (n := self.sources.split(p)[0])})
+        scan = SourceScan(scan_paths(self.vault, self.rules, self.parsers, vault_paths))
+        prefixes = tuple(p if p.endswith(":") else p.rstrip("/") + "/" for p in paths)
         wanted = set(paths)
 
         def inside(path: str) -> bool:
             return path in wanted or path.startswith(prefixes)
 
-        known = {p: v for p, v in catalog.file_states().items() if inside(p)}
-        failures = {p: v for p, v in catalog.failures().items() if inside(p)}
-        return scanned, known, failures
+        for name in names:
+            part = self.sources.scan(self.rules, name, sync)
+            scan.files.update((k, v) for k, v in part.files.items() if inside(k))
+            scan.unavailable.update(part.unavailable)
+            scan.commits.update(part.commits)
+            if f"{name}:" in wanted:
+                scan.read |= part.read
+
+        def keep(path: str) -> bool:
+            return inside(path) and self.sources.split(path)[0] not in scan.unavailable
+
+        known = {p: v for p, v in catalog.file_states().items() if keep(p)}
+        failures = {p: v for p, v in catalog.failures().items() if keep(p)}
+        return scan.files, known, failures, scan
 
     def _commit_batch(
         self,
@@ -449,7 +552,12 @@ class IndexManager:
                 stale_paths += self._apply_plan_moves(catalog, plan, removed_ids, summary)
             for p in prepared:
                 note_id, existed = catalog.upsert_note(
-                    p.note, p.file.content_hash, p.file.info.mtime_ns, p.file.info.size, p.date
+                    p.note,
+                    p.file.content_hash,
+                    p.file.info.mtime_ns,
+                    p.file.info.size,
+                    p.date,
+                    self.sources.split(p.note.path)[0],
                 )
                 old_ids, new_ids = catalog.replace_chunks(note_id, p.chunks, p.hashes)
                 catalog.replace_links(note_id, p.note.links)
@@ -478,7 +586,7 @@ class IndexManager:
         is parsed again at its new path, not just moved with its old names."""
         kept = []
         for note_id, old_path, ft in plan.moved:
-            parser = self.parsers.parser_for(ft.info.path)
+            parser = self.sources.parser_for(ft.info.path)
             if parser is not None and getattr(parser, "named_by_path", False):
                 plan.deleted.append((note_id, old_path))
                 plan.changed.append(ft)
@@ -497,8 +605,7 @@ class IndexManager:
             stale.append(path)
             summary.removed += 1
         for note_id, old_path, ft in plan.moved:
-            parser = self.parsers.parser_for(ft.info.path)
-            title = _title_of(parser, ft) if parser else None
+            title = self._title_of(ft)
             catalog.move_note(note_id, ft.info.path, ft.info.mtime_ns, title)
             stale += [old_path, ft.info.path]
             summary.moved += 1
@@ -511,14 +618,22 @@ class IndexManager:
             catalog.clear_failure(path)
         return stale
 
+    def _title_of(self, ft: FileText) -> str | None:
+        """A moved file parsed before, so this should not fail; if it does, keep the title."""
+        try:
+            parsed = self.sources.parse(ft.info.path, ft.text, ft.data)
+        except Exception:
+            return None
+        return parsed.title if parsed else None
+
     def _prepare(self, ft: FileText) -> _Prepared | str:
         """The parsed and chunked note, or the reason it could not be."""
         path = ft.info.path
-        parser = self.parsers.parser_for(path)
-        if parser is None:
+        if self.sources.parser_for(path) is None:
             return "no parser for this file type"
         try:
-            note = parse_file(parser, ft)
+            note = self.sources.parse(path, ft.text, ft.data)
+            assert note is not None
             cfg = self.config.chunking
             chunks, capped = chunk_capped(note, cfg.size, cfg.overlap, cfg.max_chunks_per_note)
         except FileUnreadableError as exc:
@@ -584,18 +699,6 @@ class IndexManager:
         return credited
 
 
-def parse_file(parser: Parser, ft: FileText) -> ParsedNote:
-    return parse_content(parser, ft.info.path, ft.text, ft.data)
-
-
-def _title_of(parser: Parser, ft: FileText) -> str | None:
-    """A moved file parsed before, so this should not fail; if it does, keep the title."""
-    try:
-        return parse_file(parser, ft).title
-    except Exception:
-        return None
-
-
 def _text_len(item: tuple[str, str]) -> int:
     return len(item[1])
 
@@ -614,13 +717,29 @@ def _looks_whole(generation: Generation, catalog: Catalog) -> bool:
 
 
 def _resolve_links(catalog: Catalog) -> None:
-    """Re-resolve every link: adding or removing one note can change where others point."""
+    """Re-resolve every link: adding or removing one note can change where others point.
+    A link resolves within its own source: each source is a vault of its own, and a
+    README's ``[[index]]`` must not land in another repository."""
     notes = catalog.notes()
-    resolver = LinkResolver((n.path, n.aliases) for n in notes)
-    path_of = {n.id: n.path for n in notes}
+    by_source: dict[str, list[tuple[str, str, list[str]]]] = {}
+    for n in notes:
+        rel = n.path[len(n.source) + 1 :] if n.source else n.path
+        by_source.setdefault(n.source, []).append((rel, n.path, n.aliases))
+    resolvers = {
+        name: (LinkResolver((rel, aliases) for rel, _, aliases in rows), {r: p for r, p, _ in rows})
+        for name, rows in by_source.items()
+    }
+    of_note = {n.id: n for n in notes}
     updates = []
     for link in catalog.links():
-        target = resolver.resolve_link(link.target, link.label, path_of.get(link.source_id))
+        note = of_note.get(link.source_id)
+        found: str | None = None
+        if note is not None:
+            resolver, ids = resolvers[note.source]
+            rel = note.path[len(note.source) + 1 :] if note.source else note.path
+            found = resolver.resolve_link(link.target, link.label, rel)
+            found = ids.get(found, found) if found else None
+        target = found
         if target != link.target_path:
             updates.append((target, link.source_id, link.target, link.label))
     if updates:
@@ -631,3 +750,13 @@ def _with_warnings(note: ParsedNote, warnings: list[str]) -> ParsedNote:
     from dataclasses import replace
 
     return replace(note, warnings=tuple(note.warnings) + tuple(warnings))
+
+
+def read_sources_state(index_dir: Path) -> dict[str, dict[str, str]]:
+    import json
+
+    try:
+        data = json.loads((index_dir / SOURCES_STATE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

@@ -30,7 +30,7 @@ BUILTIN_IGNORES = (
     ".#*",
     "*~",
 )
-IGNORE_FILES = (".gitignore", ".vaultsearchignore")
+IGNORE_FILES = (".gitignore", ".ragignore", ".vaultsearchignore")
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,4 +18,6 @@ class PlainTextParser:
         if text[start:].strip():
             end_line = text.count("\n", 0, len(text) - 1) + 1
             sections = (Section((), 1, end_line, start, len(text)),)
-        return ParsedNote(path=path, text=text, title=PurePosixPath(path).stem, sections=sections)
+        return ParsedNote(
+            path=path, text=text, title=PurePosixPath(path).stem, sections=sections, kind="text"
+        )

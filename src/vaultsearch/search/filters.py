@@ -17,6 +17,9 @@ from typing import Any
 from vaultsearch.errors import QueryError
 
 _GLOB_CHARS = set("*?[")
+KINDS = ("note", "code", "pdf", "text")
+VAULT = "vault"
+"""The name a scope uses for the vault's own notes (their ``source`` is empty)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +30,14 @@ class NoteMeta:
     tags: tuple[str, ...]
     frontmatter: Mapping[str, Any]
     date: float
+    source: str = ""
+    kind: str = "note"
+    language: str = ""
+
+    @property
+    def rel_path(self) -> str:
+        """The path inside its source (the note id without ``source:``)."""
+        return self.path[len(self.source) + 1 :] if self.source else self.path
 
 
 def parse_date(value: date | datetime | str | None, name: str, end: bool = False) -> float | None:
@@ -111,6 +122,7 @@ class SearchFilters:
     before: float | None = None
     where: Mapping[str, Any] = field(default_factory=dict)
     min_score: float | None = None
+    scope: Scope = field(default_factory=lambda: Scope())
 
     @classmethod
     def build(
@@ -121,6 +133,7 @@ class SearchFilters:
         before: date | datetime | str | None = None,
         where: Mapping[str, Any] | None = None,
         min_score: float | None = None,
+        scope: Scope | None = None,
     ) -> SearchFilters:
         if isinstance(tags, str) or isinstance(folders, str):
             raise QueryError("'tags' and 'folders' take a list of strings, not one string.")
@@ -137,6 +150,7 @@ class SearchFilters:
             b,
             dict(where or {}),
             min_score,
+            scope or Scope(),
         )
 
     def with_query(self, tags: Iterable[str], paths: Iterable[str]) -> SearchFilters:
@@ -154,9 +168,12 @@ class SearchFilters:
             or self.where
             or self.after is not None
             or self.before is not None
+            or self.scope.restricts
         )
 
     def accepts(self, note: NoteMeta) -> bool:
+        if not self.scope.accepts(note):
+            return False
         if self.tags and not all(tag_matches(t, note.tags) for t in self.tags):
             return False
         if self.folders and not any(folder_matches(f, note.path) for f in self.folders):
@@ -171,3 +188,69 @@ class SearchFilters:
             if key not in note.frontmatter or not _value_matches(note.frontmatter[key], wanted):
                 return False
         return True
+
+
+def _names(value: Iterable[str] | None, what: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        raise QueryError(f"'{what}' takes a list of strings, not one string.")
+    out = tuple(v.strip() for v in value if isinstance(v, str) and v.strip())
+    if len(out) != len([v for v in value if not isinstance(v, str) or v.strip()]):
+        raise QueryError(f"'{what}' takes a list of strings.")
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Where a search may look: sources, kinds of file, path prefixes, exact files.
+
+    Any value of one kind of filter will do (OR); every kind given must hold (AND). A
+    prefix or a file is matched against the path inside the source and against the
+    whole note id, so ``src/`` and ``code:src/`` both work.
+    """
+
+    sources: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    prefixes: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+
+    @classmethod
+    def build(
+        cls,
+        sources: Iterable[str] | None = None,
+        kinds: Iterable[str] | None = None,
+        prefixes: Iterable[str] | None = None,
+        files: Iterable[str] | None = None,
+        known_sources: Iterable[str] | None = None,
+    ) -> Scope:
+        s, k = _names(sources, "sources"), _names(kinds, "kinds")
+        p, f = _names(prefixes, "path_prefix"), _names(files, "files")
+        bad = sorted({x for x in k if x not in KINDS})
+        if bad:
+            raise QueryError(f"Unknown kind {', '.join(bad)}; kinds are: {', '.join(KINDS)}.")
+        if known_sources is not None:
+            known = {VAULT, *known_sources}
+            missing = sorted(set(s) - known)
+            if missing:
+                raise QueryError(
+                    f"There is no source {', '.join(map(repr, missing))}; "
+                    f"sources: {', '.join(sorted(known))}."
+                )
+        return cls(s, k, tuple(x.lstrip("/") for x in p), tuple(x.lstrip("/") for x in f))
+
+    @property
+    def restricts(self) -> bool:
+        return bool(self.sources or self.kinds or self.prefixes or self.files)
+
+    def accepts(self, note: NoteMeta) -> bool:
+        if self.sources and (note.source or VAULT) not in self.sources:
+            return False
+        if self.kinds and note.kind not in self.kinds:
+            return False
+        rel = note.rel_path
+        if self.prefixes and not any(
+            rel.startswith(p) or note.path.startswith(p) for p in self.prefixes
+        ):
+            return False
+        return not self.files or any(f in (rel, note.path) for f in self.files)

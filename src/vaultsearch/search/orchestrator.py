@@ -12,13 +12,14 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from typing import cast
 
 from vaultsearch.config import Config
 from vaultsearch.embedding import Embedder, PairScorer, load_reranker
 from vaultsearch.errors import IndexIncompatibleError, QueryError
-from vaultsearch.models import Hit, Passage
+from vaultsearch.models import Hit, Passage, SourceKind
 from vaultsearch.search.confidence import Evidence, confidence, coverage, idf
-from vaultsearch.search.filters import NoteMeta, SearchFilters
+from vaultsearch.search.filters import KINDS, NoteMeta, SearchFilters
 from vaultsearch.search.query import ParsedQuery, parse_query, words
 from vaultsearch.search.ranking import Candidate, FusionSettings, fuse
 from vaultsearch.search.snapshot import Snapshot
@@ -257,6 +258,12 @@ class QueryOrchestrator:
                     explain=info,
                     highlights=snippet.highlights,
                     confidence=conf,
+                    source=note.source,
+                    kind=_kind(note.kind),
+                    language=note.language,
+                    qualified_name=best.qualified_name,
+                    node_type=best.node_type,
+                    page=best.page,
                 )
             )
         return hits
@@ -281,6 +288,10 @@ class QueryOrchestrator:
         return out
 
 
+def _kind(kind: str) -> SourceKind:
+    return cast(SourceKind, kind) if kind in KINDS else "note"
+
+
 def _described(note: NoteMeta, text: str, keys: set[str]) -> str:
     """The passage with the note's title, aliases and descriptions: where a query's words
     count as found for confidence, as they count for keyword search."""
@@ -303,13 +314,13 @@ def merge_chunks(chunks: list[ChunkRow]) -> list[ChunkRow]:
                 and g.start_line <= ch.end_line + 1
                 and (ch.heading_path == g.heading_path)
             ):
-                groups[i] = ChunkRow(
-                    g.id, g.note_id, g.ordinal, g.heading_path,
-                    min(g.start_line, ch.start_line), max(g.end_line, ch.end_line),
-                    min(g.start_char, ch.start_char), max(g.end_char, ch.end_char),
-                    g.text,
-                    g.embed_hash,
-                )  # fmt: skip
+                groups[i] = replace(
+                    g,
+                    start_line=min(g.start_line, ch.start_line),
+                    end_line=max(g.end_line, ch.end_line),
+                    start_char=min(g.start_char, ch.start_char),
+                    end_char=max(g.end_char, ch.end_char),
+                )
                 break
         else:
             groups.append(ch)

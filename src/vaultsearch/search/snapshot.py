@@ -133,10 +133,13 @@ class Snapshot:
         catalog.db.execute("BEGIN")
         try:
             generation_no = catalog.generation
+            added = ", ".join(catalog.column(c) for c in ("source", "kind", "language"))
             notes = {
-                r[0]: NoteMeta(r[0], r[1], r[2], tuple(json.loads(r[3])), json.loads(r[4]), r[5])
+                r[0]: NoteMeta(
+                    r[0], r[1], r[2], tuple(json.loads(r[3])), json.loads(r[4]), r[5], *r[6:]
+                )
                 for r in catalog.db.execute(
-                    "SELECT id, path, title, tags, frontmatter, date FROM notes"
+                    f"SELECT id, path, title, tags, frontmatter, date, {added} FROM notes"
                 )
             }
             pairs = np.array(

@@ -28,7 +28,12 @@ from vaultsearch.server.calllog import CallLog
 from vaultsearch.server.http import TOKEN_ENV, BearerAuth, security_settings, server_token
 from vaultsearch.server.jsonrpc import valid_params
 from vaultsearch.server.registry import build_tools
-from vaultsearch.server.resources import note_resources, register_note_template
+from vaultsearch.server.resources import (
+    note_resources,
+    read_code,
+    register_code_template,
+    register_note_template,
+)
 from vaultsearch.server.toolbox_registry import (
     refuse_writes,
     register_template_resources,
@@ -106,6 +111,23 @@ class VaultServer(MCPServer[Any]):
         self.vault_tools = vault_tools
         self.wire = wire
         register_note_template(self, vault_tools.browser)
+        register_code_template(self, vault_tools.vault)
+
+    async def read_resource(self, uri: Any, context: Any = None) -> Any:
+        """A ``code://`` file answers with its language's MIME type, ``text/x-python``."""
+        if str(uri).startswith("code://"):
+            from mcp.server.lowlevel.helper_types import ReadResourceContents
+
+            from vaultsearch.server.resources import CODE_TEMPLATE
+
+            template = self._resource_manager._templates[CODE_TEMPLATE]
+            params = template.matches(str(uri))
+            if params is not None:
+                text, mime = await anyio.to_thread.run_sync(
+                    read_code, self.vault_tools.vault, str(params["source"]), str(params["path"])
+                )
+                return [ReadResourceContents(content=text, mime_type=mime)]
+        return await super().read_resource(uri, context)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Any = None

@@ -15,6 +15,7 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import ToolAnnotations
 from pydantic import ConfigDict, model_validator
 
+from vaultsearch.server import sourcetools
 from vaultsearch.server.lean import lean
 from vaultsearch.server.navtools import NavTools
 from vaultsearch.server.tools import VaultTools
@@ -86,7 +87,16 @@ def build_tools(tools: VaultTools) -> list[Tool]:
             fn = getattr(owner, name)
             tool = Tool.from_function(fn, name=name, description=text, annotations=annotations)
             out.append(lean(strict(tool)))
-    return out
+    return out + build_source_tools(sourcetools.SourceTools(tools.vault, tools.live))
+
+
+def build_source_tools(tools: sourcetools.SourceTools) -> list[Tool]:
+    return [
+        plain_tool(
+            getattr(tools, name), name, text, REINDEX if name == "reindex_target" else READ_ONLY
+        )
+        for name, text in sourcetools.DESCRIPTIONS.items()
+    ]
 
 
 def plain_tool(fn: Any, name: str, description: str, annotations: ToolAnnotations) -> Tool:

@@ -7,7 +7,8 @@ has them.
 
 from __future__ import annotations
 
-from urllib.parse import quote
+from typing import TYPE_CHECKING
+from urllib.parse import quote, unquote
 
 from mcp.server.mcpserver import MCPServer, ResourceSecurity
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
@@ -15,6 +16,9 @@ from mcp.types import Resource
 
 from vaultsearch.browse import Browser
 from vaultsearch.errors import VaultsearchError
+
+if TYPE_CHECKING:
+    from vaultsearch.vault import Vault
 
 TEMPLATE = "note://{+path}"
 MIME = "text/markdown"
@@ -46,17 +50,63 @@ def register_note_template(server: MCPServer, browser: Browser) -> None:
 
 
 def note_resources(browser: Browser) -> list[Resource]:
+    """The vault's notes as ``note://``, the indexed files of named sources as ``code://``."""
+    sources = browser.vault.manager().sources
     files = browser.vault.manager().scan()
     snap = browser.snapshot()
-    titles = {n.path: n.title for n in snap.notes.values()} if snap is not None else {}
-    return [
-        Resource(
-            uri=note_uri(path),
-            name=path,
-            title=titles.get(path),
-            mime_type=MIME,
-            size=info.size,
-        )
-        for path, info in files.items()
-        if not info.skip
-    ]
+    notes = {n.path: n for n in snap.notes.values()} if snap is not None else {}
+    out = []
+    for path, info in files.items():
+        if info.skip:
+            continue
+        source, rel = sources.split(path)
+        note = notes.get(path)
+        if not source:
+            uri, mime = note_uri(path), MIME
+        elif note is None:
+            continue  # readable once indexed
+        else:
+            uri = code_uri(source, rel)
+            mime = f"text/x-{note.language}" if note.language else _plain(note.kind)
+        title = note.title if note is not None else None
+        out.append(Resource(uri=uri, name=path, title=title, mime_type=mime, size=info.size))
+    return out
+
+
+def _plain(kind: str) -> str:
+    return MIME if kind == "note" else "text/plain"
+
+
+CODE_TEMPLATE = "code://{source}/{+path}"
+
+
+def code_uri(source: str, path: str) -> str:
+    return f"code://{quote(source, safe='')}/{quote(path, safe='/')}"
+
+
+def register_code_template(server: MCPServer, vault: Vault) -> None:
+    """Files of named sources; a read answers with ``text/x-{language}`` (the listing's
+    template can name only one type, so ``VaultServer.read_resource`` sets it)."""
+
+    @server.resource(
+        CODE_TEMPLATE,
+        name="source_file",
+        title="Source file",
+        description="An indexed file of a named source, by source name and path in it; "
+        "its MIME type is text/x-{language}.",
+        mime_type="text/plain",
+        security=ResourceSecurity(exempt_params=frozenset({"path"})),
+    )
+    def read_code_resource(source: str, path: str) -> str:
+        return read_code(vault, source, path)[0]
+
+
+def read_code(vault: Vault, source: str, path: str) -> tuple[str, str]:
+    """(text, MIME type) of an indexed file of a named source."""
+    from vaultsearch.sourceread import indexed_text
+
+    try:
+        note, text = indexed_text(vault, f"{unquote(source)}:{unquote(path)}")
+    except VaultsearchError as exc:
+        raise ResourceNotFoundError(str(exc)) from exc
+    return text, f"text/x-{note.language}" if note.language else _plain(note.kind)

@@ -15,6 +15,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 
+def _unset(value: Any) -> bool:
+    return not value
+
+
 class _Out(BaseModel):
     message: str | None = Field(
         default=None,

@@ -117,6 +117,12 @@ class VaultTools:
         ] = 300,
         full_text: Annotated[bool, Field(description="Whole passages, not snippets.")] = False,
         explain: Annotated[bool, Field(description="Add score parts.")] = False,
+        sources: Annotated[list[str] | None, Field(description="Source names; 'vault'.")] = None,
+        kinds: Annotated[
+            list[Literal["note", "code", "pdf", "text"]] | None, Field(description="File kinds.")
+        ] = None,
+        path_prefix: Annotated[list[str] | None, Field(description="Path starts.")] = None,
+        files: Annotated[list[str] | None, Field(description="Exact paths.")] = None,
     ) -> Annotated[CallToolResult, SearchResult]:
         with agent_errors():
             self._check_fields(where)
@@ -127,6 +133,8 @@ class VaultTools:
                 hits = self.vault.search(
                     query, top_k=top_k, mode=mode, tags=tags, folders=folders, after=after,
                     before=before, where=where, explain=explain or chunks > 1, min_score=min_score,
+                    sources=sources, kinds=list(kinds) if kinds else None,
+                    path_prefix=path_prefix, files=files,
                 )  # fmt: skip
             except IndexMissingError:
                 hits, building, stale = [], True, False

@@ -33,7 +33,10 @@ CREATE TABLE IF NOT EXISTS notes (
     frontmatter TEXT NOT NULL,
     date REAL NOT NULL,
     headings TEXT NOT NULL,
-    warnings TEXT NOT NULL
+    warnings TEXT NOT NULL,
+    source TEXT NOT NULL DEFAULT '',
+    kind TEXT NOT NULL DEFAULT 'note',
+    language TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -45,7 +48,10 @@ CREATE TABLE IF NOT EXISTS chunks (
     start_char INTEGER NOT NULL,
     end_char INTEGER NOT NULL,
     text TEXT NOT NULL,
-    embed_hash TEXT NOT NULL
+    embed_hash TEXT NOT NULL,
+    qualified_name TEXT NOT NULL DEFAULT '',
+    node_type TEXT NOT NULL DEFAULT '',
+    page INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS chunks_by_note ON chunks(note_id);
 CREATE TABLE IF NOT EXISTS links (
@@ -73,6 +79,21 @@ CREATE TABLE IF NOT EXISTS failures (
     size INTEGER NOT NULL
 );
 """
+_ADDED_COLUMNS = {
+    "notes": (
+        ("source", "TEXT NOT NULL DEFAULT ''"),
+        ("kind", "TEXT NOT NULL DEFAULT 'note'"),
+        ("language", "TEXT NOT NULL DEFAULT ''"),
+    ),
+    "chunks": (
+        ("qualified_name", "TEXT NOT NULL DEFAULT ''"),
+        ("node_type", "TEXT NOT NULL DEFAULT ''"),
+        ("page", "INTEGER NOT NULL DEFAULT 0"),
+    ),
+}
+"""Columns added after the first release: an older catalog gets them in place, with
+defaults that are true of everything it holds (Markdown notes of the vault), so an
+existing index keeps working without a rebuild or a single model call."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +110,9 @@ class NoteRow:
     date: float
     headings: list[list[Any]]
     warnings: list[str]
+    source: str = ""
+    kind: str = "note"
+    language: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +127,9 @@ class ChunkRow:
     end_char: int
     text: str
     embed_hash: str
+    qualified_name: str = ""
+    node_type: str = ""
+    page: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,11 +147,11 @@ class LinkRow:
 
 _NOTE_COLS = (
     "id, path, content_hash, mtime_ns, size, title, aliases, tags, frontmatter, date, "
-    "headings, warnings"
+    "headings, warnings, source, kind, language"
 )
 _CHUNK_COLS = (
     "id, note_id, ordinal, heading_path, start_line, end_line, start_char, end_char, "
-    "text, embed_hash"
+    "text, embed_hash, qualified_name, node_type, page"
 )
 
 
@@ -132,12 +159,31 @@ def _note_row(r: Sequence[Any]) -> NoteRow:
     return NoteRow(
         r[0], r[1], r[2], r[3], r[4], r[5],
         json.loads(r[6]), json.loads(r[7]), json.loads(r[8]), r[9],
-        json.loads(r[10]), json.loads(r[11]),
+        json.loads(r[10]), json.loads(r[11]), *r[12:],
     )  # fmt: skip
 
 
 def _chunk_row(r: Sequence[Any]) -> ChunkRow:
     return ChunkRow(r[0], r[1], r[2], tuple(json.loads(r[3])), *r[4:])
+
+
+def _missing_columns(db: sqlite3.Connection) -> list[tuple[str, str, str]]:
+    out = []
+    for table, columns in _ADDED_COLUMNS.items():
+        have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+        if not have:
+            continue  # an empty or damaged file: its own check reports it
+        out += [(table, name, decl) for name, decl in columns if name not in have]
+    return out
+
+
+def _column_list(cols: str, missing: set[str]) -> str:
+    """``cols`` with literal defaults for the added columns an older catalog lacks, so a
+    reader of a published generation (never written again) needs no migration."""
+    defaults = {"source": "''", "kind": "'note'", "language": "''"}
+    defaults |= {"qualified_name": "''", "node_type": "''", "page": "0"}
+    parts = [c.strip() for c in cols.split(",")]
+    return ", ".join(f"{defaults[c]} AS {c}" if c in missing else c for c in parts)
 
 
 def seal_catalog(path: Path) -> None:
@@ -182,6 +228,20 @@ class Catalog:
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA busy_timeout=10000")
+        self.note_cols, self.chunk_cols = _NOTE_COLS, _CHUNK_COLS
+        self.missing: set[str] = set()
+        try:
+            missing = _missing_columns(self.db)
+        except sqlite3.DatabaseError:
+            missing = []  # a damaged file: integrity_problems() says what is wrong
+        if missing and not readonly:
+            with self.transaction():
+                for table, name, decl in missing:
+                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {decl}")
+        elif missing:
+            self.missing = {name for _, name, _ in missing}
+            self.note_cols = _column_list(_NOTE_COLS, self.missing)
+            self.chunk_cols = _column_list(_CHUNK_COLS, self.missing)
 
     def close(self) -> None:
         self.db.close()
@@ -215,10 +275,12 @@ class Catalog:
 
     # --- notes ----------------------------------------------------------------
     def notes(self) -> list[NoteRow]:
-        return [_note_row(r) for r in self.db.execute(f"SELECT {_NOTE_COLS} FROM notes")]
+        return [_note_row(r) for r in self.db.execute(f"SELECT {self.note_cols} FROM notes")]
 
     def note_by_path(self, path: str) -> NoteRow | None:
-        row = self.db.execute(f"SELECT {_NOTE_COLS} FROM notes WHERE path=?", (path,)).fetchone()
+        row = self.db.execute(
+            f"SELECT {self.note_cols} FROM notes WHERE path=?", (path,)
+        ).fetchone()
         return _note_row(row) if row else None
 
     def file_states(self) -> dict[str, tuple[int, str, int, int]]:
@@ -226,8 +288,23 @@ class Catalog:
         rows = self.db.execute("SELECT path, id, content_hash, size, mtime_ns FROM notes")
         return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
 
+    def note_sources(self) -> dict[str, str]:
+        """path -> source name ('' for the vault's own notes)."""
+        rows = self.db.execute(f"SELECT path, {self.column('source')} FROM notes")
+        return dict(rows.fetchall())
+
+    def column(self, name: str) -> str:
+        """An added column by name, or its default where this catalog predates it."""
+        return _column_list(name, self.missing)
+
     def upsert_note(
-        self, note: ParsedNote, content_hash: str, mtime_ns: int, size: int, date: float
+        self,
+        note: ParsedNote,
+        content_hash: str,
+        mtime_ns: int,
+        size: int,
+        date: float,
+        source: str = "",
     ) -> tuple[int, bool]:
         """(note id, whether the note was already there)."""
         headings = [[h.level, h.text, h.line, h.parent] for h in note.headings]
@@ -236,18 +313,21 @@ class Catalog:
             json.dumps(list(note.aliases)), json.dumps(list(note.tags)),
             json.dumps(note.frontmatter, default=str), date,
             json.dumps(headings), json.dumps(list(note.warnings)),
+            source, note.kind, note.language,
         )  # fmt: skip
         row = self.db.execute("SELECT id FROM notes WHERE path=?", (note.path,)).fetchone()
         if row:
             self.db.execute(
                 "UPDATE notes SET content_hash=?, mtime_ns=?, size=?, title=?, aliases=?, tags=?,"
-                " frontmatter=?, date=?, headings=?, warnings=? WHERE id=?",
+                " frontmatter=?, date=?, headings=?, warnings=?, source=?, kind=?, language=?"
+                " WHERE id=?",
                 (*values, row[0]),
             )
             return int(row[0]), True
         cur = self.db.execute(
             "INSERT INTO notes(path, content_hash, mtime_ns, size, title, aliases, tags,"
-            " frontmatter, date, headings, warnings) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            " frontmatter, date, headings, warnings, source, kind, language)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (note.path, *values),
         )
         return int(cur.lastrowid or 0), False
@@ -287,11 +367,12 @@ class Catalog:
         for chunk, h in zip(chunks, embed_hashes, strict=True):
             cur = self.db.execute(
                 "INSERT INTO chunks(note_id, ordinal, heading_path, start_line, end_line,"
-                " start_char, end_char, text, embed_hash) VALUES (?,?,?,?,?,?,?,?,?)",
+                " start_char, end_char, text, embed_hash, qualified_name, node_type, page)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     note_id, chunk.ordinal, json.dumps(list(chunk.heading_path)),
                     chunk.start_line, chunk.end_line, chunk.start_char, chunk.end_char,
-                    chunk.text, h,
+                    chunk.text, h, chunk.qualified_name, chunk.node_type, chunk.page,
                 ),
             )  # fmt: skip
             added.append(int(cur.lastrowid or 0))
@@ -302,20 +383,22 @@ class Catalog:
 
     def chunks(self, ids: Iterable[int] | None = None) -> list[ChunkRow]:
         if ids is None:
-            rows = self.db.execute(f"SELECT {_CHUNK_COLS} FROM chunks ORDER BY id")
+            rows = self.db.execute(f"SELECT {self.chunk_cols} FROM chunks ORDER BY id")
             return [_chunk_row(r) for r in rows]
         out: list[ChunkRow] = []
         id_list = list(ids)
         for start in range(0, len(id_list), 500):
             part = id_list[start : start + 500]
             marks = ",".join("?" * len(part))
-            rows = self.db.execute(f"SELECT {_CHUNK_COLS} FROM chunks WHERE id IN ({marks})", part)
+            rows = self.db.execute(
+                f"SELECT {self.chunk_cols} FROM chunks WHERE id IN ({marks})", part
+            )
             out.extend(_chunk_row(r) for r in rows)
         return out
 
     def chunks_of(self, note_id: int) -> list[ChunkRow]:
         rows = self.db.execute(
-            f"SELECT {_CHUNK_COLS} FROM chunks WHERE note_id=? ORDER BY ordinal", (note_id,)
+            f"SELECT {self.chunk_cols} FROM chunks WHERE note_id=? ORDER BY ordinal", (note_id,)
         )
         return [_chunk_row(r) for r in rows]
 
