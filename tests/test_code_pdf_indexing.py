@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
 from pathlib import Path
-
-import pytest
 
 from tests.conftest import WriteVault
 from tests.pdfs import make_pdf
 from vaultsearch import Vault
-from vaultsearch.store.catalog import NoteRow
 
 CART = b'''"""Shopping cart."""
 from decimal import Decimal
@@ -70,10 +66,6 @@ def test_code_and_pdfs_are_indexed_and_bad_pdfs_are_recorded(
     vault.close()
 
 
-@pytest.mark.skipif(
-    "kind" not in {f.name for f in fields(NoteRow)},
-    reason="the catalog does not record a note's kind yet (the sources branch adds it)",
-)
 def test_identifier_parts_find_camel_case_code(write_vault: WriteVault, embedder: object) -> None:
     vault = Vault.open(write_vault(FILES))
     vault.index()

@@ -56,7 +56,7 @@ def stored_keyword_doc(note: NoteRow, chunk: ChunkRow, meta_keys: Sequence[str])
     """The keyword document of a chunk in the catalog: the only way documents are made."""
     return KeywordDoc(
         chunk.id, note.path, note.title, note.aliases, chunk.heading_path, note.tags,
-        keyword_body(getattr(note, "kind", "note"), chunk.text),
+        keyword_body(note.kind, chunk.text),
         frontmatter_text(note.frontmatter, meta_keys),
     )  # fmt: skip
 
