@@ -1,10 +1,13 @@
 """Named sources end to end: one index over a vault, a code folder and a git URL.
 
-The vault is a copy of this repository's docs/, the folder source is its src/ (Python
-files through the code parser when one is registered, else the text parser), and the
-git source is a fresh repository holding its tests/, reached through a file:// URL to
-a bare clone. Then: a commit changing one function, and what the next run embeds; the
-git source removed, and what `check` says; per-source counts from `status`.
+The vault is a copy of this repository's docs/ plus a PDF made here, the folder source
+is its src/ (Python files through the code parser when one is registered, else the
+text parser), and the git source is a fresh repository holding its tests/, reached
+through a file:// URL to a bare clone. Then: the 20 plain-words code queries of
+bench/code_queries.jsonl over the whole index (is the described function's qualified
+name in the top 3?) and a question answered by a PDF page; a commit changing one
+function, and what the next run embeds; the git source removed, and what `check`
+says; per-source counts from `status`.
 
 Run: `make bench-sources` (or `.venv/bin/python bench/sources.py`).
 """
@@ -22,6 +25,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import ROOT, write_section
+from code_search import load_queries, qualified
+
+sys.path.insert(0, str(ROOT))
+from tests.pdfs import make_pdf
+
 from vaultsearch import Vault
 from vaultsearch.parsers import ParserRegistry
 from vaultsearch.sourceconfig import source_from_table
@@ -35,6 +43,13 @@ GIT_ENV = {
     "GIT_COMMITTER_EMAIL": "bench@example.org",
 }
 CHANGED_FILE = "test_fusion.py"
+PDF_PAGES = [
+    ["Field notes on the northern orchard", "Planting plan for the spring season."],
+    ["Irrigation schedule", "The drip lines run at dawn for forty minutes every second day,",
+     "and the reservoir is refilled from the rain barrels on Sundays."],
+    ["Harvest log", "Apples were picked in the last week of September."],
+]  # fmt: skip
+PDF_QUESTION = "how long do the drip lines run in the morning"
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -51,6 +66,7 @@ def code_parser() -> str:
 def setup(base: Path) -> tuple[Path, Path, Path]:
     vault = base / "vault"
     shutil.copytree(ROOT / "docs", vault)
+    (vault / "orchard.pdf").write_bytes(make_pdf(PDF_PAGES, title="Orchard field notes"))
     work = base / "lib-work"
     shutil.copytree(ROOT / "tests", work, ignore=shutil.ignore_patterns("__pycache__"))
     git(work, "init", "-q", "-b", "main")
@@ -105,6 +121,9 @@ def main() -> None:
         first = vault.index()
         first_s = time.perf_counter() - t
         before = per_source(vault)
+        queries = load_queries()
+        ranked = [[qualified(h) for h in vault.search(q["query"], top_k=3)] for q in queries]
+        pdf_hits = vault.search(PDF_QUESTION, top_k=3)
 
         function = change_one_function(work, bare)
         snap = vault.orchestrator.snapshot()
@@ -129,6 +148,18 @@ def main() -> None:
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
+    top1 = sum(1 for q, r in zip(queries, ranked, strict=True) if r[:1] == [q["expected"]])
+    top3 = sum(1 for q, r in zip(queries, ranked, strict=True) if q["expected"] in r)
+    misses = [
+        f"{q['query']!r} (expected `{q['expected']}`, top hit `{r[0] if r else '(none)'}`)"
+        for q, r in zip(queries, ranked, strict=True)
+        if q["expected"] not in r
+    ]
+    pdf_top = (
+        f"`{pdf_hits[0].path}` page {pdf_hits[0].page} (kind {pdf_hits[0].kind})"
+        if pdf_hits
+        else "(none)"
+    )
     rows = "\n".join(
         f"| {name} | {r['type']} | {r['files']} | {r['chunks']} | {r['failed']} |"
         for name, r in before.items()
@@ -148,6 +179,13 @@ failed {len(first.failed)}. Per source (`vaultsearch sources list`):
 | source | type | files | chunks | failed |
 | --- | --- | --- | --- | --- |
 {rows}
+
+**Code questions over the whole index** (all three sources and the PDF, unscoped, hybrid,
+top 3): the 20 queries of `bench/code_queries.jsonl` (plain words describing what one
+function of `src/` does, written before the first run) find the expected fully qualified
+name in the top 3 for **{top3} of {len(queries)}** (top 1: {top1}; goal ≥ 16).
+{("Misses: " + "; ".join(misses) + ".") if misses else "No misses."}
+The question "{PDF_QUESTION}" ranks {pdf_top} first (the irrigation schedule is on page 2).
 
 **A commit changing one function** (`{function}` in `{CHANGED_FILE}`, one line added),
 pushed to the bare repository, then `vaultsearch index`: the run fetched, read
