@@ -254,6 +254,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     from vaultsearch._runtime import reserve_core_for_queries
+    from vaultsearch.server.pipe import StdioPipe
+
+    pipe = None if args.http else StdioPipe.claim()  # answers `initialize` from here on
     from vaultsearch.server.app import run_server
 
     reserve_core_for_queries()
@@ -264,6 +267,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         port=args.port,
         watch=not args.no_watch,
         allow_hosts=tuple(args.allow_host or ()),
+        pipe=pipe,
     )
 
 
