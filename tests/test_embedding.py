@@ -104,6 +104,22 @@ def test_openvino_backend_refuses_a_hugging_face_folder(tmp_path: Path) -> None:
     assert err.value.fix and 'backend = "huggingface"' in err.value.fix
 
 
+def test_a_background_load_serves_the_next_call(embedder: Embedder) -> None:
+    fresh = Embedder(EmbeddingConfig())
+    fresh.load_in_background()
+    vector = fresh.embed_query("owls at night")  # waits for the load, or loads itself
+    assert fresh.loaded
+    assert float(vector @ embedder.embed_query("owls at night")) > 0.999
+
+
+def test_a_failed_background_load_is_reported_by_the_call_that_needs_it(tmp_path: Path) -> None:
+    broken = Embedder(EmbeddingConfig(model=str(tmp_path / "missing"), backend="openvino"))
+    broken.load_in_background()
+    with pytest.raises(ModelLoadError) as err:
+        broken.embed_query("x")
+    assert "does not exist" in str(err.value) and not broken.loaded
+
+
 def test_threads_every_core_unless_serving() -> None:
     code = (
         "import os, vaultsearch._runtime as r\n"

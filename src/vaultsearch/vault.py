@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 from vaultsearch.config import Config, load_config
 from vaultsearch.embedding import Embedder
 from vaultsearch.errors import IndexMissingError, VaultNotFoundError
-from vaultsearch.indexing.manager import IndexCheck, IndexManager, IndexSummary
-from vaultsearch.indexing.progress import Progress
 from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.manifest import SPEC_VERSION, read_manifest, read_state
 from vaultsearch.validtext import valid_strings, valid_text
 
 if TYPE_CHECKING:
+    from vaultsearch.indexing.manager import IndexCheck, IndexManager, IndexSummary
+    from vaultsearch.indexing.progress import Progress
     from vaultsearch.models import Hit
     from vaultsearch.search.orchestrator import QueryOrchestrator
 
@@ -77,6 +77,8 @@ class Vault:
 
     def manager(self) -> IndexManager:
         """One per Vault: it owns this process's writer lock on the index."""
+        from vaultsearch.indexing.manager import IndexManager
+
         with self._lock:
             if self._manager is None:
                 self._manager = IndexManager(self.root, self.index_dir, self.config, self.embedder)
@@ -156,6 +158,8 @@ class Vault:
         min_score: float | None = None,
     ) -> list[Hit]:
         """The best places in the vault for ``query``, best first, grouped per note."""
+        if mode != "keyword" and self._orchestrator is None:
+            self.embedder.load_in_background()  # while the index and its libraries open
         from vaultsearch.search.filters import SearchFilters
 
         tags, folders, where = valid_strings(tags), valid_strings(folders), valid_strings(where)
