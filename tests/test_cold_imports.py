@@ -91,5 +91,7 @@ def test_the_stdio_pipe_answers_initialize_without_the_sdk() -> None:
     probe = "import json, sys, vaultsearch.cli, vaultsearch.server.pipe; print(json.dumps(list(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     modules = {m.split(".")[0] for m in json.loads(done.stdout)}
-    heavy = {"mcp", "mcp_types", "pydantic", "anyio"} | RUNTIMES | INDEX_STACK
+    heavy = (
+        {"mcp", "mcp_types", "pydantic", "anyio", "tree_sitter", "yaml"} | RUNTIMES | INDEX_STACK
+    )
     assert not modules & heavy, modules & heavy
