@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import CACHE, ROOT, SHARED, percentile, require, write_section
@@ -440,6 +441,10 @@ def part_resolution() -> str:
         if done.returncode != 0:
             return f"**Resolution of `.[huggingface]`** failed: {done.stderr.strip()[-300:]}"
         installs = json.loads(report.read_text())["install"]
+    return describe_resolution(installs)
+
+
+def describe_resolution(installs: list[dict[str, Any]]) -> str:
     versions = {str(i["metadata"]["name"]).lower(): str(i["metadata"]["version"]) for i in installs}
     cuda = sorted(n for n in versions if n.startswith(("nvidia-", "triton", "cuda-")))
     return (
