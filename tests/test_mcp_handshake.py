@@ -114,3 +114,11 @@ def test_a_plain_request_is_answered_with_its_id() -> None:
     answer = json.loads(text)
     assert request_id == 42 and answer["id"] == 42
     assert answer["result"]["protocolVersion"] == "2025-03-26"
+
+
+def test_a_missing_vault_gets_its_error_and_no_handshake(tmp_path: Path) -> None:
+    argv = ["-m", "vaultsearch.cli", "mcp", str(tmp_path / "nowhere")]
+    line = json.dumps({"jsonrpc": "2.0", **initialize("2025-06-18")}).encode() + b"\n"
+    done = subprocess.run([sys.executable, *argv], input=line, capture_output=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == b""
+    assert b"does not exist" in done.stderr

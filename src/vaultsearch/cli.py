@@ -256,7 +256,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from vaultsearch._runtime import reserve_core_for_queries
     from vaultsearch.server.pipe import StdioPipe
 
-    pipe = None if args.http else StdioPipe.claim()  # answers `initialize` from here on
+    # From here on `initialize` is answered while the rest loads; not for a vault folder
+    # that is missing, whose error must come instead of a handshake.
+    early = not args.http and Path(args.vault or ".").expanduser().is_dir()
+    pipe = StdioPipe.claim() if early else None
     from vaultsearch.server.app import run_server
 
     reserve_core_for_queries()
