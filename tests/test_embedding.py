@@ -104,6 +104,34 @@ def test_openvino_backend_refuses_a_hugging_face_folder(tmp_path: Path) -> None:
     assert err.value.fix and 'backend = "huggingface"' in err.value.fix
 
 
+def test_the_token_table_outside_the_model_gives_the_same_vectors(embedder: Embedder) -> None:
+    """The bundled model's int8 token table is looked up in numpy (``lookup``); the vectors
+    must be those of the graph compiled as converted, which folds the table inside."""
+    import openvino as ov
+
+    from vaultsearch.embedding.locate import RUNTIME_MODEL_DIR, use_bf16
+    from vaultsearch.embedding.lookup import TOKEN_ROWS, cut_token_table
+    from vaultsearch.embedding.tokens import encode, load_tokenizer, mean_pool_normalize
+
+    cut = ov.Core().read_model(str(RUNTIME_MODEL_DIR / "model.xml"))
+    tokens = cut_token_table(cut)
+    assert tokens is not None and tokens.table.shape == (30522, 384)
+    assert TOKEN_ROWS in {p.get_any_name() for p in cut.inputs}
+
+    hint = "bf16" if use_bf16(EmbeddingConfig()) else "f32"
+    whole = ov.Core().compile_model(
+        str(RUNTIME_MODEL_DIR / "model.xml"), "CPU", {"INFERENCE_PRECISION_HINT": hint}
+    )
+    tokenizer = load_tokenizer(RUNTIME_MODEL_DIR / "tokenizer.json")
+    passages = sample_passages(16)
+    expected = []
+    for passage in passages:  # one at a time, as embed_query runs them: no padding
+        inputs = encode(tokenizer, [passage])
+        expected.append(mean_pool_normalize(whole(inputs)[0], inputs["attention_mask"])[0])
+    got = np.stack([embedder.embed_query(p) for p in passages])
+    assert float(np.abs(got - np.stack(expected)).max()) < 1e-5
+
+
 def test_a_background_load_serves_the_next_call(embedder: Embedder) -> None:
     fresh = Embedder(EmbeddingConfig())
     fresh.load_in_background()
