@@ -132,6 +132,24 @@ def test_the_token_table_outside_the_model_gives_the_same_vectors(embedder: Embe
     assert float(np.abs(got - np.stack(expected)).max()) < 1e-5
 
 
+def test_the_token_table_is_shared_through_a_memory_map(tmp_path: Path) -> None:
+    from vaultsearch.embedding.lookup import TokenTable
+
+    rng = np.random.default_rng(7)
+    table = TokenTable(
+        rng.integers(-128, 128, (50, 8), dtype=np.int8), rng.random((50, 1), dtype=np.float32)
+    )
+    ids = np.array([[3, 49, 0, 3]])
+    mapped = table.mapped(tmp_path / "cache", "abc")
+    assert isinstance(mapped.table, np.memmap)
+    assert np.array_equal(mapped.rows(ids), table.rows(ids))
+    assert table.mapped(tmp_path / "cache", "abc").table.filename == mapped.table.filename
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    kept = table.mapped(blocked, "abc")  # an unwritable cache: a copy in memory
+    assert not isinstance(kept.table, np.memmap) and np.array_equal(kept.rows(ids), table.rows(ids))
+
+
 def test_a_background_load_serves_the_next_call(embedder: Embedder) -> None:
     fresh = Embedder(EmbeddingConfig())
     fresh.load_in_background()

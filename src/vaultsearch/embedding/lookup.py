@@ -9,7 +9,11 @@ an input: the same float32 products as the folded table, so the same vectors.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import contextlib
+import os
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,6 +31,29 @@ class TokenTable:
 
     def rows(self, ids: np.ndarray) -> np.ndarray:
         return self.table[ids].astype(np.float32) * self.scale[ids]
+
+    def mapped(self, folder: Path, key: str) -> TokenTable:
+        """The table read through a memory map of a copy in ``folder`` (written once per
+        ``key``): only the rows of tokens in use become resident, and the processes of
+        the user share them. A copy in memory when the folder cannot be written."""
+        path = folder / f"tokens-{key}-{self.table.shape[0]}x{self.table.shape[1]}.npy"
+        try:
+            if not path.is_file():
+                folder.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(prefix=".tokens-", suffix=".npy", dir=folder)
+                try:
+                    with os.fdopen(fd, "wb") as fh:
+                        np.save(fh, self.table)
+                    os.replace(tmp, path)
+                finally:
+                    with contextlib.suppress(OSError):
+                        os.unlink(tmp)
+            table = np.load(path, mmap_mode="r")
+        except (OSError, ValueError):
+            table = None
+        if table is None or table.shape != self.table.shape or table.dtype != self.table.dtype:
+            return replace(self, table=np.array(self.table))
+        return replace(self, table=table)
 
 
 def _node(op: Any, port: int) -> Any:
@@ -46,7 +73,8 @@ def _reads_input_ids(op: Any) -> bool:
 def cut_token_table(model: Any) -> TokenTable | None:
     """Replace ``Gather(Convert(int8 table) * scale, input_ids, axis 0)`` in ``model`` by
     the input ``TOKEN_ROWS``; None, and the model untouched, when it has no such lookup
-    (a folder converted another way is compiled as it is)."""
+    (a folder converted another way is compiled as it is). The table returned is a view
+    into ``model``'s weights: call ``mapped`` before the model is dropped."""
     import openvino as ov
     import openvino.opset13 as ops
 
@@ -62,9 +90,9 @@ def cut_token_table(model: Any) -> TokenTable | None:
         weights = _node(convert, 0)
         if not _is(weights, "Constant") or weights.get_output_element_type(0) != ov.Type.i8:
             continue
-        table = np.array(weights.get_data(), dtype=np.int8)
+        table = np.asarray(weights.get_data())  # a view into the model's weights
         factors = np.array(scale.get_data(), dtype=np.float32)
-        if table.ndim != 2 or factors.shape != (table.shape[0], 1):
+        if table.dtype != np.int8 or table.ndim != 2 or factors.shape != (table.shape[0], 1):
             continue
         rows = ops.parameter([-1, -1, table.shape[1]], np.float32, name=TOKEN_ROWS)
         rows.output(0).get_tensor().set_names({TOKEN_ROWS})

@@ -51,7 +51,8 @@ class OpenVinoBackend:
         }
         core = ov.Core()
         model = core.read_model(str(folder / IR_FILE))
-        self._tokens = cut_token_table(model)
+        tokens = cut_token_table(model)
+        self._tokens = tokens and tokens.mapped(compile_cache_dir(), fingerprint.weights)
         try:
             cached = {**properties, "CACHE_DIR": str(compile_cache_dir())}
             self._compiled = core.compile_model(model, "CPU", cached)
