@@ -150,6 +150,30 @@ def test_the_token_table_is_shared_through_a_memory_map(tmp_path: Path) -> None:
     assert not isinstance(kept.table, np.memmap) and np.array_equal(kept.rows(ids), table.rows(ids))
 
 
+def test_a_search_refused_for_another_model_starts_no_model_load(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """A load begun for a search that then fails would run on after the call (and
+    OpenVINO switches the process locale while it compiles)."""
+    import shutil
+    import threading
+
+    from vaultsearch.embedding.locate import RUNTIME_MODEL_DIR
+    from vaultsearch.errors import VaultsearchError
+
+    root = write_files(tmp_path / "vault", dict(NOTES))
+    with Vault.open(root, index_dir=tmp_path / "index") as vault:
+        vault.index()
+    shutil.copytree(RUNTIME_MODEL_DIR, tmp_path / "model-copy")
+    config = tmp_path / "other.toml"
+    config.write_text(f'[embedding]\nmodel = "{tmp_path / "model-copy"}"\n')
+    with Vault.open(root, index_dir=tmp_path / "index", config=config) as vault:
+        with pytest.raises(VaultsearchError, match="built with the embedding model"):
+            vault.search("owls at night")
+        loading = [t for t in threading.enumerate() if t.name == "vaultsearch-model-load"]
+        assert not vault.embedder.loaded and not loading
+
+
 def test_a_background_load_serves_the_next_call(embedder: Embedder) -> None:
     fresh = Embedder(EmbeddingConfig())
     fresh.load_in_background()

@@ -158,7 +158,7 @@ class Vault:
         min_score: float | None = None,
     ) -> list[Hit]:
         """The best places in the vault for ``query``, best first, grouped per note."""
-        if mode != "keyword" and self._orchestrator is None:
+        if mode != "keyword" and self._orchestrator is None and self._index_fits_model():
             self.embedder.load_in_background()  # while the index and its libraries open
         from vaultsearch.search.filters import SearchFilters
 
@@ -169,6 +169,14 @@ class Vault:
         return self.orchestrator.search(
             valid_text(query), top_k=top_k, mode=mode, filters=filters, explain=explain
         )
+
+    def _index_fits_model(self) -> bool:
+        """An index exists and was built by the configured model: else the search fails
+        before it needs the model, and a load started for it would outlive the call."""
+        current = self.layout.current()
+        manifest = read_manifest(current.root) if current is not None else None
+        model = (manifest or {}).get("embedding", {}).get("model")
+        return bool(model) and model == self.embedder.model_id
 
     def close(self) -> None:
         if self._orchestrator is not None:
