@@ -83,3 +83,15 @@ def test_hybrid_search_imports_the_runtime_but_not_torch(indexed: Path) -> None:
     code, modules = imported("search", "owls", "--vault", str(indexed))
     assert code == 0 and "openvino" in modules
     assert not modules & {"torch", "llama_index", "transformers", "sentence_transformers"}
+
+
+def test_the_stdio_pipe_answers_initialize_without_the_sdk() -> None:
+    """``vaultsearch mcp`` claims stdio and answers ``initialize`` with only these loaded:
+    the SDK (pydantic models), the index stack and the runtime come after."""
+    probe = "import json, sys, vaultsearch.cli, vaultsearch.server.pipe; print(json.dumps(list(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    modules = {m.split(".")[0] for m in json.loads(done.stdout)}
+    heavy = (
+        {"mcp", "mcp_types", "pydantic", "anyio", "tree_sitter", "yaml"} | RUNTIMES | INDEX_STACK
+    )
+    assert not modules & heavy, modules & heavy

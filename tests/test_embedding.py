@@ -104,6 +104,92 @@ def test_openvino_backend_refuses_a_hugging_face_folder(tmp_path: Path) -> None:
     assert err.value.fix and 'backend = "huggingface"' in err.value.fix
 
 
+def test_the_token_table_outside_the_model_gives_the_same_vectors(embedder: Embedder) -> None:
+    """The bundled model's int8 token table is looked up in numpy (``lookup``); the vectors
+    must be those of the graph compiled as converted, which folds the table inside."""
+    import openvino as ov
+
+    from vaultsearch.embedding.locate import RUNTIME_MODEL_DIR, use_bf16
+    from vaultsearch.embedding.lookup import TOKEN_ROWS, cut_token_table
+    from vaultsearch.embedding.tokens import encode, load_tokenizer, mean_pool_normalize
+
+    cut = ov.Core().read_model(str(RUNTIME_MODEL_DIR / "model.xml"))
+    tokens = cut_token_table(cut)
+    assert tokens is not None and tokens.table.shape == (30522, 384)
+    assert TOKEN_ROWS in {p.get_any_name() for p in cut.inputs}
+
+    hint = "bf16" if use_bf16(EmbeddingConfig()) else "f32"
+    whole = ov.Core().compile_model(
+        str(RUNTIME_MODEL_DIR / "model.xml"), "CPU", {"INFERENCE_PRECISION_HINT": hint}
+    )
+    tokenizer = load_tokenizer(RUNTIME_MODEL_DIR / "tokenizer.json")
+    passages = sample_passages(16)
+    expected = []
+    for passage in passages:  # one at a time, as embed_query runs them: no padding
+        inputs = encode(tokenizer, [passage])
+        expected.append(mean_pool_normalize(whole(inputs)[0], inputs["attention_mask"])[0])
+    got = np.stack([embedder.embed_query(p) for p in passages])
+    assert float(np.abs(got - np.stack(expected)).max()) < 1e-5
+
+
+def test_the_token_table_is_shared_through_a_memory_map(tmp_path: Path) -> None:
+    from vaultsearch.embedding.lookup import TokenTable
+
+    rng = np.random.default_rng(7)
+    table = TokenTable(
+        rng.integers(-128, 128, (50, 8), dtype=np.int8), rng.random((50, 1), dtype=np.float32)
+    )
+    ids = np.array([[3, 49, 0, 3]])
+    mapped = table.mapped(tmp_path / "cache", "abc")
+    assert isinstance(mapped.table, np.memmap)
+    assert np.array_equal(mapped.rows(ids), table.rows(ids))
+    assert table.mapped(tmp_path / "cache", "abc").table.filename == mapped.table.filename
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    kept = table.mapped(blocked, "abc")  # an unwritable cache: a copy in memory
+    assert not isinstance(kept.table, np.memmap) and np.array_equal(kept.rows(ids), table.rows(ids))
+
+
+def test_a_search_refused_for_another_model_starts_no_model_load(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """A load begun for a search that then fails would run on after the call (and
+    OpenVINO switches the process locale while it compiles)."""
+    import shutil
+    import threading
+
+    from vaultsearch.embedding.locate import RUNTIME_MODEL_DIR
+    from vaultsearch.errors import VaultsearchError
+
+    root = write_files(tmp_path / "vault", dict(NOTES))
+    with Vault.open(root, index_dir=tmp_path / "index") as vault:
+        vault.index()
+    shutil.copytree(RUNTIME_MODEL_DIR, tmp_path / "model-copy")
+    config = tmp_path / "other.toml"
+    config.write_text(f'[embedding]\nmodel = "{tmp_path / "model-copy"}"\n')
+    with Vault.open(root, index_dir=tmp_path / "index", config=config) as vault:
+        with pytest.raises(VaultsearchError, match="built with the embedding model"):
+            vault.search("owls at night")
+        loading = [t for t in threading.enumerate() if t.name == "vaultsearch-model-load"]
+        assert not vault.embedder.loaded and not loading
+
+
+def test_a_background_load_serves_the_next_call(embedder: Embedder) -> None:
+    fresh = Embedder(EmbeddingConfig())
+    fresh.load_in_background()
+    vector = fresh.embed_query("owls at night")  # waits for the load, or loads itself
+    assert fresh.loaded
+    assert float(vector @ embedder.embed_query("owls at night")) > 0.999
+
+
+def test_a_failed_background_load_is_reported_by_the_call_that_needs_it(tmp_path: Path) -> None:
+    broken = Embedder(EmbeddingConfig(model=str(tmp_path / "missing"), backend="openvino"))
+    broken.load_in_background()
+    with pytest.raises(ModelLoadError) as err:
+        broken.embed_query("x")
+    assert "does not exist" in str(err.value) and not broken.loaded
+
+
 def test_threads_every_core_unless_serving() -> None:
     code = (
         "import os, vaultsearch._runtime as r\n"

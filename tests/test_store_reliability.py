@@ -330,3 +330,20 @@ def test_an_index_of_the_older_format_is_rebuilt_with_its_embeddings(
         assert summary.added == 6 and summary.chunks_embedded == 0
         assert vault.manager().verify().ok
     assert not layout.legacy_catalog.exists()
+
+
+def test_a_long_lived_writer_still_finds_a_catalog_damaged_after_its_own_run(
+    tmp_path: Path, embedder: object
+) -> None:
+    """The writer skips SQLite's quick_check for the catalog it sealed itself, only while
+    that file is untouched: damage after its run is found by its next update."""
+    root = write_files(
+        tmp_path / "vault", {f"n{i}.md": f"# N{i}\n\nglacier {i}\n" for i in range(5)}
+    )
+    with Vault.open(root, index_dir=tmp_path / "index") as vault:
+        vault.index()
+        assert vault.index().rebuild_reasons == []  # nothing changed: the check was skipped
+        _damage(IndexLayout(tmp_path / "index").live.catalog, "truncate")
+        summary = vault.index()
+        assert any(r.startswith("catalog:") for r in summary.rebuild_reasons), summary
+        assert [h.path for h in vault.search("glacier", mode="keyword")]

@@ -8,7 +8,6 @@
 
 from typing import TYPE_CHECKING, Any
 
-from vaultsearch.config import Config, load_config
 from vaultsearch.errors import (
     ConfigError,
     IndexBusyError,
@@ -23,12 +22,15 @@ from vaultsearch.errors import (
 from vaultsearch.models import Hit
 
 if TYPE_CHECKING:
+    from vaultsearch.config import Config, load_config
     from vaultsearch.indexing.manager import IndexCheck, IndexSummary
     from vaultsearch.vault import Vault
 
 __version__ = "0.1.0"
 
 _LAZY = {
+    "Config": "vaultsearch.config",
+    "load_config": "vaultsearch.config",
     "Vault": "vaultsearch.vault",
     "IndexCheck": "vaultsearch.indexing.manager",
     "IndexSummary": "vaultsearch.indexing.manager",
@@ -36,8 +38,9 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    """``Vault`` and the index types load FAISS, Tantivy and NetworkX: imported on first
-    use, so ``vaultsearch --version`` and ``from vaultsearch.errors import ...`` stay cold."""
+    """``Vault`` and the index types load FAISS, Tantivy and NetworkX, the config its
+    parsers: imported on first use, so ``vaultsearch --version``, ``from vaultsearch.errors
+    import ...`` and the MCP handshake stay cold."""
     if name in _LAZY:
         import importlib
 

@@ -283,6 +283,12 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     from vaultsearch._runtime import reserve_core_for_queries
+    from vaultsearch.server.pipe import StdioPipe
+
+    # From here on `initialize` is answered while the rest loads; not for a vault folder
+    # that is missing, whose error must come instead of a handshake.
+    early = not args.http and Path(args.vault or ".").expanduser().is_dir()
+    pipe = StdioPipe.claim() if early else None
     from vaultsearch.server.app import run_server
 
     reserve_core_for_queries()
@@ -294,6 +300,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         watch=not args.no_watch,
         allow_hosts=tuple(args.allow_host or ()),
         allow_writes=args.allow_writes,
+        pipe=pipe,
     )
 
 

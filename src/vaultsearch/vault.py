@@ -17,14 +17,14 @@ from vaultsearch.errors import (
     IndexMissingError,
     VaultNotFoundError,
 )
-from vaultsearch.indexing.manager import IndexCheck, IndexManager, IndexSummary
-from vaultsearch.indexing.progress import Progress
 from vaultsearch.sourceconfig import VAULT_SOURCE, SourceConfig
 from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.manifest import SPEC_VERSION, read_manifest, read_state
 from vaultsearch.validtext import valid_strings, valid_text
 
 if TYPE_CHECKING:
+    from vaultsearch.indexing.manager import IndexCheck, IndexManager, IndexSummary
+    from vaultsearch.indexing.progress import Progress
     from vaultsearch.models import Hit
     from vaultsearch.search.orchestrator import QueryOrchestrator
 
@@ -84,6 +84,8 @@ class Vault:
 
     def manager(self) -> IndexManager:
         """One per Vault: it owns this process's writer lock on the index."""
+        from vaultsearch.indexing.manager import IndexManager
+
         with self._lock:
             if self._manager is None:
                 self._manager = IndexManager(self.root, self.index_dir, self.config, self.embedder)
@@ -150,6 +152,8 @@ class Vault:
             removed = remove_managed(self.root, self.config.sources, name)
             clones = manager.sources.clones
             self._reload_sources()
+            from vaultsearch.indexing.manager import IndexSummary
+
             summary = IndexSummary()
             if self.layout.exists():
                 summary = manager.update(source=name)
@@ -273,6 +277,8 @@ class Vault:
         """The best places in the vault for ``query``, best first, grouped per note.
         ``sources``, ``kinds`` (note, code, pdf, text), ``path_prefix`` and ``files``
         scope it: any value of one filter will do, every filter given must hold."""
+        if mode != "keyword" and self._orchestrator is None and self._index_fits_model():
+            self.embedder.load_in_background()  # while the index and its libraries open
         from vaultsearch.search.filters import Scope, SearchFilters
 
         tags, folders, where = valid_strings(tags), valid_strings(folders), valid_strings(where)
@@ -295,6 +301,14 @@ class Vault:
         return self.orchestrator.search(
             valid_text(query), top_k=top_k, mode=mode, filters=filters, explain=explain
         )
+
+    def _index_fits_model(self) -> bool:
+        """An index exists and was built by the configured model: else the search fails
+        before it needs the model, and a load started for it would outlive the call."""
+        current = self.layout.current()
+        manifest = read_manifest(current.root) if current is not None else None
+        model = (manifest or {}).get("embedding", {}).get("model")
+        return bool(model) and model == self.embedder.model_id
 
     def close(self) -> None:
         if self._orchestrator is not None:

@@ -9,6 +9,7 @@ one process pay for one load. The backend is chosen from the configuration by
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import threading
 import weakref
@@ -98,6 +99,18 @@ class Embedder:
         if self._dim is None:
             self._dim = self._load().dimension
         return self._dim
+
+    def load_in_background(self) -> None:
+        """Start loading on a daemon thread, so a cold process opens its index meanwhile;
+        a failure is reported by the call that needs the model, which tries again."""
+        if self._backend is not None or self._closed:
+            return
+
+        def load() -> None:
+            with contextlib.suppress(Exception):
+                self._load()
+
+        threading.Thread(target=load, name="vaultsearch-model-load", daemon=True).start()
 
     def _load(self) -> EmbeddingBackend:
         with self._lock:

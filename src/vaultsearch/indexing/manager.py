@@ -147,6 +147,7 @@ class IndexManager:
         self.cache = EmbeddingCache(
             default_cache_dir(config.embedding.cache_dir), config.embedding.cache_size_mb * MB
         )
+        self._sound_catalog: tuple[str, int, int] | None = None
 
     def use_sources(self, config: Config) -> None:
         """Another list of named sources (added or removed), keeping this manager's
@@ -300,7 +301,7 @@ class IndexManager:
         manifest = expected_manifest(self.config, self.embedder.dimension)
         current = self.layout.current()
         old = read_manifest(current.root) if current is not None else None
-        damage = catalog_problems(current) if current is not None else []
+        damage = self._catalog_damage(current) if current is not None else []
         changes = [] if current is None else manifest_differences(old, manifest)
         if full or current is None or damage or "notes" in rebuild_scope(changes):
             summary.rebuild_reasons = ["--full"] if full else damage or changes
@@ -410,8 +411,20 @@ class IndexManager:
             state[name] = {**state.get(name, {}), "error": reason}
         atomic_write_json(self.layout.root / SOURCES_STATE, state)
 
+    def _catalog_damage(self, generation: Generation) -> list[str]:
+        """SQLite's quick_check reads the whole catalog, on every update of a live index:
+        skipped for the catalog this process sealed or found sound, while its file keeps
+        the same size and mtime (``check`` always runs it)."""
+        key = _file_key(generation.catalog)
+        if key is not None and key == self._sound_catalog:
+            return []
+        damage = catalog_problems(generation)
+        self._sound_catalog = None if damage else key
+        return damage
+
     def _publish(self, generation: Generation) -> None:
         seal_catalog(generation.catalog)
+        self._sound_catalog = _file_key(generation.catalog)
         publish(self.layout, generation)
         sweep(self.layout)
         remove_legacy_files(self.layout)
@@ -760,3 +773,11 @@ def read_sources_state(index_dir: Path) -> dict[str, dict[str, str]]:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _file_key(path: Path) -> tuple[str, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return str(path), st.st_size, st.st_mtime_ns

@@ -25,8 +25,10 @@ from vaultsearch.errors import VaultsearchError
 from vaultsearch.indexing.live import LiveIndex
 from vaultsearch.server.argerrors import plain
 from vaultsearch.server.calllog import CallLog
+from vaultsearch.server.handshake import INSTRUCTIONS, SERVER_NAME
 from vaultsearch.server.http import TOKEN_ENV, BearerAuth, security_settings, server_token
 from vaultsearch.server.jsonrpc import valid_params
+from vaultsearch.server.pipe import StdioPipe
 from vaultsearch.server.registry import build_tools
 from vaultsearch.server.resources import (
     note_resources,
@@ -47,13 +49,6 @@ START_DELAY = 1.0
 """Seconds after which background work starts even if no request has come."""
 STOP_TIMEOUT = 3.0
 LOG_ENV = "VAULTSEARCH_MCP_LOG"
-INSTRUCTIONS = """Search and read a folder of Markdown notes (an Obsidian-style vault).
-Start with `search`; read around a hit with `read_note(path, start_line, end_line, context)`
-or several hits at once with `multi_get`; explore with `related`, `links` and `outline`;
-browse with `list_notes`, `list_tags` and `folders`; `index_status` tells whether the index
-is complete. Each search returns a session_id: `get_search_results` gives its hits' full
-text to cite. Write tools are listed only when the server allows writes; every path is
-relative to the vault."""
 
 
 class Background:
@@ -175,8 +170,8 @@ def build_server(
     server = VaultServer(
         tools,
         wire,
-        name="vaultsearch",
-        title="vaultsearch",
+        name=SERVER_NAME,
+        title=SERVER_NAME,
         version=__version__,
         instructions=INSTRUCTIONS,
         log_level="WARNING",
@@ -195,11 +190,16 @@ def run_server(
     watch: bool = True,
     allow_hosts: tuple[str, ...] = (),
     allow_writes: bool = False,
+    pipe: StdioPipe | None = None,
 ) -> int:
-    """Serve until stdin closes, SIGTERM or SIGINT; 0 on every orderly end."""
+    """Serve until stdin closes, SIGTERM or SIGINT; 0 on every orderly end. ``pipe``:
+    stdio claimed earlier by the caller, so ``initialize`` was answered while this
+    module loaded."""
     quiet_libraries()
-    wire = None if http else StdioWire.claim()
+    wire = None if http else StdioWire(pipe or StdioPipe.claim())
     log = CallLog(_log_stream())
+    if wire is not None:
+        wire.pipe.out.on_duplicate = lambda same: _log_handshake(log, wire.pipe, same)
     background = Background(vault, watch and vault.config.watch.enabled, log)
     log.after_first = background.start
     writes = allow_writes or vault.config.writes.enabled
@@ -217,6 +217,12 @@ def run_server(
     finally:
         background.stop()
     return 0
+
+
+def _log_handshake(log: CallLog, pipe: StdioPipe, same: bool) -> None:
+    """The early ``initialize`` answer against the SDK's own (dropped): they must agree."""
+    record = {"event": "handshake", "answered_before_sdk_loaded": not pipe.sdk_loaded_at_answer}
+    log.write({**record, "sdk_agrees": same})
 
 
 async def _start_later(background: Background) -> None:

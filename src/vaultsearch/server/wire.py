@@ -1,23 +1,15 @@
-"""The stdio transport's own copies of stdin and stdout, so nothing else can reach them.
-
-Once claimed, fd 1 points at stderr for the rest of the process: a stray ``print``,
-a progress bar or a C library writing to stdout lands on stderr instead of corrupting
-the protocol. fd 0 points at /dev/null. stdin is read on a daemon thread because
-anyio's file wrappers read on worker threads that a cancel cannot interrupt and that
-interpreter shutdown waits for: with them, SIGTERM could not end a server whose
-client still holds the pipe open.
+"""The SDK's stdio transport over a claimed ``StdioPipe``.
 
 The SDK drops a line it cannot validate without a word, so a client that sent one
 would wait forever: each line is checked here first (``screen_line``) and a bad one
-answered with a JSON-RPC error, as the specification asks.
+answered with a JSON-RPC error, as the specification asks. Lines move from the
+pipe's queue to the event loop on a daemon thread, for the reason the pipe reads on
+one: a blocked read must never keep a stopping server alive.
 """
 
 from __future__ import annotations
 
-import io
 import math
-import os
-import sys
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -30,10 +22,11 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.server.stdio import stdio_server
 
 from vaultsearch.server.jsonrpc import screen_line
+from vaultsearch.server.pipe import EOF, StdioPipe
 
 
 class _Lines:
-    """Async iteration over the lines a reader thread hands to the event loop."""
+    """Async iteration over the lines a thread hands to the event loop."""
 
     def __init__(self, receive: MemoryObjectReceiveStream[str]) -> None:
         self._receive = receive
@@ -48,47 +41,21 @@ class _Lines:
             raise StopAsyncIteration from None
 
 
-class _SharedOut:
-    """stdout for two writers, the SDK and the line screen; each writes whole lines."""
-
-    def __init__(self, out: io.TextIOWrapper) -> None:
-        self._out = out
-        self._lock = threading.Lock()
-
-    def write(self, text: str) -> int:
-        with self._lock:
-            return self._out.write(text)
-
-    def flush(self) -> None:
-        with self._lock:
-            self._out.flush()
-
-
 class StdioWire:
-    def __init__(self, fd_in: int, fd_out: int) -> None:
-        self.fd_in = fd_in
-        self.fd_out = fd_out
+    def __init__(self, pipe: StdioPipe) -> None:
+        self.pipe = pipe
 
     @classmethod
     def claim(cls) -> StdioWire:
         """Take fds 0 and 1 for the protocol; call before anything else can print."""
-        sys.stdout.flush()
-        wire = cls(os.dup(0), os.dup(1))
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
-        os.dup2(2, 1)
-        return wire
+        return cls(StdioPipe.claim())
 
-    def _read(
-        self,
-        send: MemoryObjectSendStream[str],
-        token: anyio.lowlevel.EventLoopToken,
-        out: _SharedOut,
+    def _pump(
+        self, send: MemoryObjectSendStream[str], token: anyio.lowlevel.EventLoopToken
     ) -> None:
-        stream = os.fdopen(self.fd_in, "rb", closefd=False)
+        out = self.pipe.out
         try:
-            for raw in stream:
+            while (raw := self.pipe.lines.get()) is not EOF:
                 line, error = screen_line(raw)
                 if error is not None:
                     out.write(error + "\n")
@@ -105,21 +72,14 @@ class StdioWire:
     async def streams(self) -> AsyncIterator[tuple[Any, Any]]:
         """The SDK's stdio transport over this wire: (read stream, write stream)."""
         send, receive = anyio.create_memory_object_stream[str](math.inf)
-        out = _SharedOut(
-            io.TextIOWrapper(
-                os.fdopen(self.fd_out, "wb", closefd=False), encoding="utf-8", newline="\n"
-            )
-        )
-        reader = threading.Thread(
-            target=self._read,
-            args=(send, anyio.lowlevel.current_token(), out),
-            name="vaultsearch-stdin",
+        pump = threading.Thread(
+            target=self._pump,
+            args=(send, anyio.lowlevel.current_token()),
+            name="vaultsearch-lines",
             daemon=True,
         )
-        reader.start()
+        pump.start()
         stdin = cast(anyio.AsyncFile[str], _Lines(receive))
-        async with stdio_server(stdin=stdin, stdout=anyio.wrap_file(cast(IO[str], out))) as (
-            read,
-            write,
-        ):
+        stdout = anyio.wrap_file(cast(IO[str], self.pipe.out))
+        async with stdio_server(stdin=stdin, stdout=stdout) as (read, write):
             yield read, write

@@ -16,7 +16,6 @@ from vaultsearch.config import Config
 from vaultsearch.embedding import fingerprint, model_dimension, model_id
 from vaultsearch.errors import ModelLoadError
 from vaultsearch.store.atomic import atomic_write_json
-from vaultsearch.store.keywords import TEXT_FIELDS, tokenizer_name
 from vaultsearch.store.layout import MANIFEST_NAME, STATE_NAME
 
 SPEC_VERSION = 2
@@ -25,6 +24,8 @@ SPEC_VERSION = 2
 
 
 def expected_manifest(config: Config, dimension: int | None = None) -> dict[str, Any]:
+    from vaultsearch.store.keywords import TEXT_FIELDS, tokenizer_name  # not for opening a vault
+
     return {
         "spec_version": SPEC_VERSION,
         "embedding": {
