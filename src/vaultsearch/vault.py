@@ -13,6 +13,7 @@ from vaultsearch.embedding import Embedder
 from vaultsearch.errors import IndexMissingError, VaultNotFoundError
 from vaultsearch.indexing.manager import IndexCheck, IndexManager, IndexSummary
 from vaultsearch.indexing.progress import Progress
+from vaultsearch.indexing.runner import LOG_NAME, IndexRunner
 from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.manifest import SPEC_VERSION, read_manifest, read_state
 from vaultsearch.validtext import valid_strings, valid_text
@@ -51,6 +52,7 @@ class Vault:
         self.embedder = Embedder.shared(config.embedding)
         self._orchestrator: QueryOrchestrator | None = None
         self._manager: IndexManager | None = None
+        self._runner: IndexRunner | None = None
         self._lock = threading.Lock()
 
     @classmethod
@@ -81,6 +83,15 @@ class Vault:
             if self._manager is None:
                 self._manager = IndexManager(self.root, self.index_dir, self.config, self.embedder)
             return self._manager
+
+    def runner(self) -> IndexRunner:
+        """One per Vault: the runs of a long-lived process, one at a time, with their
+        progress, a cancel, and a JSON Lines progress log in the index folder."""
+        manager = self.manager()
+        with self._lock:
+            if self._runner is None:
+                self._runner = IndexRunner(manager, self.index_dir / LOG_NAME)
+            return self._runner
 
     def index(self, full: bool = False, progress: Progress | None = None) -> IndexSummary:
         """Bring the index up to date with the vault; returns what changed."""
