@@ -93,6 +93,28 @@ class Vault:
                 self._runner = IndexRunner(manager, self.index_dir / LOG_NAME)
             return self._runner
 
+    def use_config(self, config: Config) -> None:
+        """Search with ``config`` from now on; index with it from the next run on (a run
+        in progress keeps the settings it started with)."""
+        self.config = config
+        if self._orchestrator is not None:
+            self._orchestrator.config = config
+            self._orchestrator.refresh()
+        manager = self._manager
+        if manager is None:
+            return
+
+        def apply() -> None:
+            from vaultsearch.parsers import ParserRegistry
+
+            manager.config = config
+            manager.parsers = ParserRegistry(config.parsers)
+
+        if self._runner is not None:
+            self._runner.when_idle(apply)
+        else:
+            apply()
+
     def index(self, full: bool = False, progress: Progress | None = None) -> IndexSummary:
         """Bring the index up to date with the vault; returns what changed."""
         summary = self.manager().update(full=full, progress=progress)

@@ -99,6 +99,7 @@ class IndexRunner:
         self._listeners: list[Listener] = []
         self._thread: threading.Thread | None = None
         self._logged_at = 0.0
+        self._after_run: list[Callable[[], None]] = []
 
     # --- asking -------------------------------------------------------------------
     def snapshot(self) -> RunSnapshot:
@@ -155,6 +156,23 @@ class IndexRunner:
         self._update(lambda s: replace(s, state="cancelling"), "cancelling")
         return True
 
+    def when_idle(self, action: Callable[[], None]) -> None:
+        """Run ``action`` now if no run is going, else as soon as the current one ends
+        (before another can start): for changes a run must not see halfway."""
+        with self._state_lock:
+            self._after_run.append(action)
+        if self._run_lock.acquire(blocking=False):  # else the run's end does it
+            try:
+                self._run_pending_actions()
+            finally:
+                self._run_lock.release()
+
+    def _run_pending_actions(self) -> None:
+        with self._state_lock:
+            actions, self._after_run = self._after_run, []
+        for action in actions:
+            action()
+
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for a run started with ``start`` to end; True when none is going."""
         thread = self._thread
@@ -208,7 +226,10 @@ class IndexRunner:
             self.manager.cancel_requested.clear()
             if took_lock:
                 self.manager.lock.release()
-            self._run_lock.release()
+            try:
+                self._run_pending_actions()
+            finally:
+                self._run_lock.release()
 
     def _finish(
         self,
