@@ -34,7 +34,7 @@ from vaultsearch.errors import (
 from vaultsearch.indexing.overview import file_counts
 from vaultsearch.indexing.runner import IndexRunner, RunKind, RunSnapshot
 from vaultsearch.reload import flat_config, rebuild_keys
-from vaultsearch.search.answer import extractive_answer
+from vaultsearch.search.extractive import extractive_answer
 from vaultsearch.server.activity import Activity, ActivityLog, follow_runs
 from vaultsearch.server.openapi import openapi_spec
 from vaultsearch.store.manifest import SPEC_VERSION, read_manifest
