@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -122,3 +121,13 @@ def test_a_run_in_progress_keeps_its_settings(write_vault: WriteVault, embedder:
         assert sizes == [1000]  # not during the run
         assert vault.manager().config.chunking.size == 300  # but right after it
         assert vault.check().status == "rebuild"
+
+
+def test_the_answer_endpoint_must_be_a_url() -> None:
+    from vaultsearch.config import config_from_dict
+    from vaultsearch.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"answer.endpoint.*http:// or https:// URL"):
+        config_from_dict({"answer": {"endpoint": "127.0.0.1:8080"}})
+    ok = config_from_dict({"answer": {"endpoint": "http://127.0.0.1:8080/v1", "timeout": 5}})
+    assert ok.answer.timeout == 5.0 and "answer.endpoint" not in rebuild_keys(ok)

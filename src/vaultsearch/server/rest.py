@@ -33,9 +33,11 @@ from vaultsearch.errors import (
 )
 from vaultsearch.indexing.overview import file_counts
 from vaultsearch.indexing.runner import IndexRunner, RunKind, RunSnapshot
+from vaultsearch.models import Hit
 from vaultsearch.reload import flat_config, rebuild_keys
-from vaultsearch.search.extractive import extractive_answer
+from vaultsearch.search.extractive import Answer, extractive_answer
 from vaultsearch.server.activity import Activity, ActivityLog, follow_runs
+from vaultsearch.server.chatanswer import AnswerEndpointError, chat_answer
 from vaultsearch.server.openapi import openapi_spec
 from vaultsearch.store.manifest import SPEC_VERSION, read_manifest
 from vaultsearch.vault import Vault
@@ -207,13 +209,24 @@ def query_documents(ctx: ControlContext, body: dict[str, Any]) -> dict[str, Any]
         explain=True,
         min_score=min_score,
     )
-    answer = extractive_answer(query, hits)
+    answer = _answer(ctx, query, hits)
     ctx.activity.add("search", f"{query!r}: {len(hits)} hits")
     return {
         "hits": [h.to_dict() for h in hits],
         "answer": answer.text,
         "citations": [c.to_dict() for c in answer.citations],
     }
+
+
+def _answer(ctx: ControlContext, query: str, hits: list[Hit]) -> Answer:
+    """The configured endpoint's answer, or the extractive one (also when it fails)."""
+    config = ctx.vault.config.answer
+    if config.endpoint and hits:
+        try:
+            return chat_answer(config, query, hits)
+        except AnswerEndpointError as exc:
+            ctx.activity.add("answer_failed", f"{exc} Answered extractively.")
+    return extractive_answer(query, hits)
 
 
 # --- routes ------------------------------------------------------------------------------
