@@ -81,5 +81,8 @@ bench-vault-quality: setup
 bench-confidence: setup
 	$(BIN)/python bench/confidence.py
 
+bench-cancel: setup
+	$(BIN)/python bench/cancel_index.py
+
 clean:
 	rm -rf $(VENV) $(DEMO_VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import pytest
@@ -317,8 +317,8 @@ class _ChatEndpoint(BaseHTTPRequestHandler):
     """A stand-in for a local OpenAI-compatible server (llama.cpp, Ollama): an external
     service, not our code. It answers from what it was sent and keeps the request."""
 
-    requests: list[dict[str, Any]] = []
-    status = 200
+    requests: ClassVar[list[dict[str, Any]]] = []
+    status: ClassVar[int] = 200
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
