@@ -19,6 +19,7 @@ import shutil
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from mcp.client.stdio import StdioServerParameters
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import SHARED, require, write_section
 from vaultsearch import Vault
+from vaultsearch.indexing.runner import LOG_NAME, progress_log
 from vaultsearch.store.embedcache import CACHE_ENV
 
 POLL = 0.02
@@ -93,6 +95,11 @@ def main() -> None:
         measured = anyio.run(cancel_during_build, vault_dir, index_dir, args.after)
         stopped = measured["stopped"]
         first = stopped["progress"]
+        events = {r["event"]: r["time"] for r in progress_log(index_dir / LOG_NAME)}
+        server_s = (
+            datetime.fromisoformat(events["cancelled"])
+            - datetime.fromisoformat(events["cancelling"])
+        ).total_seconds()
         print(f"cancelled: {first}", flush=True)
 
         t0 = time.perf_counter()
@@ -116,7 +123,8 @@ build itself ran slower than on an idle one.
 | --- | ---: |
 | first build until the cancel | {measured["building_s"]:.1f} s, {at["files_done"]} of {at["files_total"]} files, {at["chunks_done"]} chunks embedded |
 | `cancel_index` answered | {measured["ack_s"] * 1000:.0f} ms |
-| **call to stop** (`index_status` shows `cancelled`, index published) | **{measured["stop_s"]:.2f} s** |
+| in the server: cancel asked to run ended (index published), from `progress.jsonl` | **{server_s:.2f} s** |
+| for the client: `cancel_index` called to `index_status` showing `cancelled` | **{measured["stop_s"]:.2f} s** |
 | committed by the cancelled build | {stopped.get("notes", 0)} notes searchable, {first["chunks_done"]} chunks embedded, {stopped["pending_changes"]} files pending |
 | the next run (`vaultsearch index`) | {resume_s:.1f} s: {resumed.added} added, {resumed.chunks_embedded} chunks embedded |
 | finished index | {final["notes"]} notes, {total_chunks} chunks |

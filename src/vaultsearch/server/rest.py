@@ -140,7 +140,9 @@ def status(ctx: ControlContext) -> dict[str, Any]:
         state = "cancelling"
     elif vault.layout.current() is None:
         state = "no_index"
-    else:
+    elif counts.pending:
+        state = "needs_update"
+    else:  # nothing to read: the full check is cheap now, and sees changed settings
         state = "up_to_date" if vault.check().status == "current" else "needs_update"
     out["state"] = state
     out["files"] = counts.to_dict()
@@ -163,12 +165,12 @@ def status(ctx: ControlContext) -> dict[str, Any]:
 def schema_status(vault: Vault) -> dict[str, Any]:
     current = vault.layout.current()
     manifest = read_manifest(current.root) if current is not None else None
-    check = vault.check()
+    rebuild = vault.manager().rebuild_check()
     out: dict[str, Any] = {"spec_version": SPEC_VERSION}
     if manifest and isinstance(manifest.get("spec_version"), int):
         out["index_spec_version"] = manifest["spec_version"]
-    out["needs_rebuild"] = check.status == "rebuild"
-    out["reasons"] = check.reasons if check.status == "rebuild" else []
+    out["needs_rebuild"] = rebuild is not None
+    out["reasons"] = rebuild.reasons if rebuild is not None else []
     return out
 
 
