@@ -4,6 +4,7 @@ notifications, cancel_index during a first build, reindex of one path, reload_co
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -15,6 +16,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from tests.conftest import write_files
 from tests.test_mcp_stdio import data, server_args
+from tests.test_runner import _HOLD_LOCK
 
 
 def _notes(n: int, parts: int) -> dict[str, str | bytes]:
@@ -137,3 +139,30 @@ def test_reindex_one_path_and_reload_config(tmp_path: Path, embedder: object) ->
 
 async def _noop(progress: float, total: float | None, message: str | None) -> None:
     pass
+
+
+def test_reindex_with_progress_does_not_wait_for_another_processes_writer(
+    tmp_path: Path, embedder: object
+) -> None:
+    root = write_files(tmp_path / "vault", _notes(2, parts=2))
+    index_dir = tmp_path / "index"
+    index_dir.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LOCK, str(index_dir / "writer.lock")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+
+        async def session() -> None:
+            async with Client(_params(root, index_dir), read_timeout_seconds=60) as c:
+                result = data(await c.call_tool("reindex", {}, progress_callback=_noop))
+                assert result == {"full": False, "started": False, "role": "reader"}
+                cancel = data(await c.call_tool("cancel_index", {}))
+                assert cancel == {"cancelling": False}
+
+        anyio.run(session)
+    finally:
+        holder.kill()
+        holder.wait()

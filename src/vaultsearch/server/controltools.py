@@ -99,10 +99,14 @@ class ControlTools:
         started = self.live.request(full, paths)
         what = "a full rebuild" if full else f"an update of {paths[0]}" if paths else "an update"
         data: dict[str, Any] = {"full": full, "path": paths[0] if paths else None}
+        token = (ctx.request_context.meta or {}).get("progress_token")
+        if token is not None:
+            await self._follow(ctx)
         if self.live.state.role == "reader":
             data.update(started=False, role="reader")
-            return answer(data, "Another vaultsearch process writes this index; it was asked.")
-        token = (ctx.request_context.meta or {}).get("progress_token")
+            return answer(
+                data, "Another vaultsearch process writes this index and keeps it current."
+            )
         if token is None:
             data.update(started=started, already_running=not started)
             text = (
@@ -111,7 +115,6 @@ class ControlTools:
                 else f"A run is going; {what} follows it."
             )
             return answer(data, text)
-        await self._follow(ctx)
         summary = self.live.state.last_summary or {}
         data.update(started=True, summary=summary, error=self.live.state.last_error)
         if self.live.state.last_error:
@@ -130,6 +133,8 @@ class ControlTools:
         sent = -1.0
         while True:
             idle = await anyio.to_thread.run_sync(self.live.wait_idle, POLL_SECONDS)
+            if self.live.state.role == "reader":  # another process writes: nothing to follow
+                return
             snap = self.runner.snapshot()
             percent = 100.0 if idle else snap.percent
             if percent > sent or idle:
