@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ from vaultsearch.server.openapi import openapi_spec
 from vaultsearch.store.manifest import SPEC_VERSION, read_manifest
 from vaultsearch.vault import Vault
 
+log = logging.getLogger("vaultsearch.rest")
 KEEPALIVE_SECONDS = 15.0
 FILTER_KEYS = ("tags", "folders", "after", "before", "where", "mode", "min_score")
 Handler = Callable[[Request], Awaitable[Response]]
@@ -98,10 +100,13 @@ def _guarded(handler: Handler, changes: bool = False) -> Handler:
             return error(str(exc), 409)
         except IndexMissingError as exc:
             return error(str(exc), 409)
-        except (QueryError, ValueError) as exc:
+        except QueryError as exc:
             return error(str(exc), 400)
         except VaultsearchError as exc:
             return error(str(exc), 500)
+        except Exception as exc:  # a bug: still one JSON sentence, and the trace in the log
+            log.exception("REST %s %s failed", request.method, request.url.path)
+            return error(f"The server failed ({type(exc).__name__}: {exc}); see its log.", 500)
 
     return wrapped
 
