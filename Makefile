@@ -88,6 +88,8 @@ bench-code: setup
 	$(BIN)/python bench/code_search.py
 bench-sources: setup
 	$(BIN)/python bench/sources.py
+bench-cancel: setup
+	$(BIN)/python bench/cancel_index.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_VENV) .pytest_cache .mypy_cache .ruff_cache

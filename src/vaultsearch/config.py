@@ -124,6 +124,14 @@ class WritesConfig:
 
 
 @dataclass(frozen=True)
+class AnswerConfig:
+    endpoint: str = ""
+    """An OpenAI-compatible base URL (``.../v1``) that writes answers; empty = extractive."""
+    model: str = ""
+    timeout: float = 30.0
+
+
+@dataclass(frozen=True)
 class Config:
     vault: VaultConfig = field(default_factory=VaultConfig)
     parsers: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_PARSER_MAP))
@@ -137,6 +145,7 @@ class Config:
     writes: WritesConfig = field(default_factory=WritesConfig)
     sources: tuple[SourceConfig, ...] = ()
     """Named sources indexed beside the vault (``[[sources]]`` and sources.toml)."""
+    answer: AnswerConfig = field(default_factory=AnswerConfig)
     source: str = "built-in defaults"
     """Where this configuration came from, for status output and error messages."""
 
@@ -150,7 +159,8 @@ class Config:
 
 
 _SECTIONS = (
-    "vault", "chunking", "embedding", "keyword", "search", "watch", "sessions", "reports", "writes"
+    "vault", "chunking", "embedding", "keyword", "search", "watch", "sessions", "reports",
+    "writes", "answer",
 )  # fmt: skip
 _TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
 
@@ -279,6 +289,14 @@ def _validate(cfg: Config) -> None:
     )
     _require(cfg.watch.debounce_ms >= 0, "watch.debounce_ms", cfg.watch.debounce_ms, "must be >= 0")
     _validate_toolbox(cfg)
+    a = cfg.answer
+    _require(
+        a.endpoint == "" or a.endpoint.startswith(("http://", "https://")),
+        "answer.endpoint",
+        a.endpoint,
+        'expected "" (off) or an http:// or https:// URL such as "http://127.0.0.1:8080/v1"',
+    )
+    _require(a.timeout > 0, "answer.timeout", a.timeout, "must be a positive number of seconds")
     try:
         ParserRegistry(cfg.parsers)
     except ValueError as exc:

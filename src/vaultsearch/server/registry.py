@@ -16,12 +16,16 @@ from mcp.types import ToolAnnotations
 from pydantic import ConfigDict, model_validator
 
 from vaultsearch.server import sourcetools
+from vaultsearch.server.activity import ActivityLog
+from vaultsearch.server.controltools import DESCRIPTIONS as CONTROL
+from vaultsearch.server.controltools import ControlTools
 from vaultsearch.server.lean import lean
 from vaultsearch.server.navtools import NavTools
 from vaultsearch.server.tools import VaultTools
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 REINDEX = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
+CHANGES = {"reindex", "cancel_index", "reload_config"}
 
 
 def strict(tool: Tool) -> Tool:
@@ -61,10 +65,6 @@ meaning even when unlinked.""",
 page at a time (pass next_cursor back as cursor).""",
     "list_tags": """Tags with note counts, most used first (a/b counts for a too), to choose
 search's tags filter.""",
-    "index_status": """Index counts, model, last update, failed files, running updates. Check it
-when results look incomplete.""",
-    "reindex": """Update the index from the files now (full=true re-parses all). Rarely needed:
-the vault is watched.""",
 }
 
 
@@ -78,12 +78,13 @@ the shortest link path from path to target.""",
 }
 
 
-def build_tools(tools: VaultTools) -> list[Tool]:
+def build_tools(tools: VaultTools, activity: ActivityLog | None = None) -> list[Tool]:
     out = []
     nav = NavTools(tools.browser)
-    for owner, described in ((tools, DESCRIPTIONS), (nav, NAVIGATION)):
+    control = ControlTools(tools.vault, tools.live, tools.watching, activity)
+    for owner, described in ((tools, DESCRIPTIONS), (nav, NAVIGATION), (control, CONTROL)):
         for name, text in described.items():
-            annotations = REINDEX if name == "reindex" else READ_ONLY
+            annotations = REINDEX if name in CHANGES else READ_ONLY
             fn = getattr(owner, name)
             tool = Tool.from_function(fn, name=name, description=text, annotations=annotations)
             out.append(lean(strict(tool)))

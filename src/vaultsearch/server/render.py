@@ -12,9 +12,7 @@ import json
 from vaultsearch.answer import listed
 from vaultsearch.models import mark
 from vaultsearch.server.schemas import (
-    IndexStatus,
     NoteText,
-    ReindexResult,
     SearchResult,
 )
 
@@ -66,23 +64,3 @@ def read_note(r: NoteText) -> str:
         if r.truncated
         else None,
     )
-
-
-def index_status(r: IndexStatus) -> str:
-    if not r.index_exists:
-        head = f"no index yet for {r.vault}"
-    else:
-        head = (
-            f"{r.notes} notes, {r.chunks} chunks, {r.links} links "
-            f"({r.unresolved_links} unresolved); model {r.model}, spec {r.spec_version}, "
-            f"last indexed {r.last_indexed}"
-        )
-    state = f"role {r.role}, {'indexing now' if r.indexing else 'idle'}, {r.runs} runs"
-    state += ", watching for changes" if r.watching else ", not watching"
-    failed = [f"failed {f.path}: {f.reason}" for f in r.failed[:_MAX_REFS]]
-    error = f"last error: {r.last_error}" if r.last_error else None
-    return _lines(head, state, error, r.message, *failed)
-
-
-def reindex(r: ReindexResult) -> str:
-    return r.message or ("started" if r.started else "already running")
