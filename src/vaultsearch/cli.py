@@ -267,6 +267,18 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     )
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from vaultsearch.server.serve import run_serve
+
+    return run_serve(
+        _open(args),
+        host=args.host,
+        port=args.port,
+        open_browser=not args.no_open,
+        allow_hosts=tuple(args.allow_host or ()),
+    )
+
+
 # --- parser -----------------------------------------------------------------------
 def _common(p: argparse.ArgumentParser, vault_positional: bool = True) -> None:
     if vault_positional:
@@ -359,6 +371,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-watch", action="store_true", help="do not watch the vault for changes")
     p.set_defaults(handler=cmd_mcp)
+
+    p = sub.add_parser("serve", help="the Index Manager web page and REST API of a vault")
+    _common(p)
+    p.add_argument("--host", default="127.0.0.1", help="HTTP host (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, help="HTTP port (default: the first free from 3456)")
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="NAME",
+        help="another Host name browsers may use, e.g. behind a proxy (repeatable)",
+    )
+    p.add_argument("--no-open", action="store_true", help="do not open the page in a browser")
+    p.set_defaults(handler=cmd_serve)
 
     return parser
 
