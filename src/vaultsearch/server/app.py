@@ -25,6 +25,7 @@ from vaultsearch.indexing.live import LiveIndex
 from vaultsearch.server.calllog import CallLog
 from vaultsearch.server.http import TOKEN_ENV, BearerAuth, security_settings, server_token
 from vaultsearch.server.jsonrpc import valid_params
+from vaultsearch.server.manager_tools import build_manager_tools
 from vaultsearch.server.registry import build_tools
 from vaultsearch.server.resources import note_resources, register_note_template
 from vaultsearch.server.tools import VaultTools
@@ -135,7 +136,7 @@ def build_server(
         version=__version__,
         instructions=INSTRUCTIONS,
         log_level="WARNING",
-        tools=build_tools(tools),
+        tools=[*build_tools(tools), *build_manager_tools(vault)],
         middleware=[valid_params, log],
     )
 

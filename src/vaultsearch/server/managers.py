@@ -15,7 +15,10 @@ import fcntl
 import hashlib
 import json
 import os
+import signal
 import socket
+import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -246,3 +249,60 @@ def _write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+# --- from another process (the MCP tools) -----------------------------------------
+START_WAIT = 60.0
+"""Seconds a background ``serve`` may take to answer (it imports the search stack)."""
+
+
+def start_background(
+    vault: Path, index_dir: Path, config: str | None = None, wait: float = START_WAIT
+) -> ManagerRecord:
+    """The running manager of this index, or a new ``vaultsearch serve`` started in its
+    own session (it outlives the caller) once it answers."""
+    existing = find(index_dir, wait=0)
+    if existing is not None:
+        return existing
+    argv = [sys.executable, "-m", "vaultsearch.cli", "serve", str(vault)]
+    argv += ["--index-dir", str(index_dir), "--no-open"]
+    if config and Path(config).is_file():
+        argv += ["--config", config]
+    index_dir.mkdir(parents=True, exist_ok=True)
+    with open(index_dir / "manager.log", "ab") as log:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
+        )
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        record = find(index_dir, wait=0.5)
+        if record is not None:
+            return record
+        if proc.poll() is not None and find(index_dir, wait=0) is None:
+            raise VaultsearchError(
+                f"The Index Manager exited at start (code {proc.returncode}).",
+                fix=f"read {index_dir / 'manager.log'}, or run 'vaultsearch serve' yourself",
+            )
+        time.sleep(0.2)
+    raise VaultsearchError(
+        f"The Index Manager did not answer within {wait:.0f} s.",
+        fix=f"read {index_dir / 'manager.log'}",
+    )
+
+
+def stop(record: ManagerRecord, wait: float = 10.0) -> bool:
+    """Ask a manager to exit (SIGTERM) and wait for it; False if it was not running."""
+    if not running(record):
+        return False
+    os.kill(record.pid, signal.SIGTERM)
+    deadline = time.monotonic() + wait
+    while pid_alive(record.pid) and time.monotonic() < deadline:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(record.pid, os.WNOHANG)  # reap it if it is our own child
+        time.sleep(0.05)
+    return not pid_alive(record.pid)
