@@ -194,3 +194,22 @@ def test_mcp_tools_open_list_and_stop_a_manager(tmp_path: Path) -> None:
         for pid in pids:
             if managers.pid_alive(pid):
                 os.kill(pid, signal.SIGTERM)
+
+
+def test_mcp_over_http_serves_the_same_page(tmp_path: Path) -> None:
+    from tests.test_mcp_http import free_port, wait_listening
+
+    root = write_files(tmp_path / "vault", FILES)
+    port = free_port()
+    argv = [sys.executable, "-m", "vaultsearch.cli", "mcp", str(root), "--index-dir",
+            str(tmp_path / "index"), "--no-watch", "--http", "--port", str(port)]  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_listening(proc, port)  # type: ignore[arg-type]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as r:
+            assert r.headers["content-type"].startswith("text/html")
+            assert b"Index Manager" in r.read()
+        assert get_json(f"http://127.0.0.1:{port}/health") == {"status": "ok"}
+    finally:
+        code, err = terminate(proc)
+    assert code == 0 and "Traceback" not in err

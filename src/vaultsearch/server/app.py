@@ -23,12 +23,13 @@ from vaultsearch import __version__
 from vaultsearch.errors import VaultsearchError
 from vaultsearch.indexing.live import LiveIndex
 from vaultsearch.server.calllog import CallLog
-from vaultsearch.server.http import TOKEN_ENV, BearerAuth, security_settings, server_token
+from vaultsearch.server.http import TOKEN_ENV, security_settings, server_token
 from vaultsearch.server.jsonrpc import valid_params
 from vaultsearch.server.manager_tools import build_manager_tools
 from vaultsearch.server.registry import build_tools
 from vaultsearch.server.resources import note_resources, register_note_template
 from vaultsearch.server.tools import VaultTools
+from vaultsearch.server.webapp import assemble, rest_routes
 from vaultsearch.server.wire import StdioWire
 from vaultsearch.vault import Vault
 
@@ -216,11 +217,16 @@ async def _serve_http(
                 flush=True,
             )
     background.log.write(record)
-    app: Any = server.streamable_http_app(
+    mcp_app = server.streamable_http_app(
         transport_security=security_settings(host, allow_hosts), host=host
     )
-    if token is not None:
-        app = BearerAuth(app, token.value)
+    app = assemble(
+        rest_routes(server.vault_tools.vault),
+        bind=host,
+        token=token.value if token else None,
+        allow_hosts=allow_hosts,
+        mcp_app=mcp_app,
+    )
     config = uvicorn.Config(app, host=host, port=port, log_level="warning")
     async with anyio.create_task_group() as tg:
         tg.start_soon(_start_later, background)

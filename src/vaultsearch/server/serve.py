@@ -19,7 +19,7 @@ import anyio
 from vaultsearch.errors import VaultsearchError
 from vaultsearch.server import managers
 from vaultsearch.server.http import TOKEN_ENV, server_token
-from vaultsearch.server.webapp import assemble
+from vaultsearch.server.webapp import assemble, rest_routes
 from vaultsearch.vault import Vault
 
 
@@ -61,11 +61,6 @@ def run_serve(
     finally:
         claim.release()
     return 0
-
-
-def rest_routes(vault: Vault) -> list[Any]:
-    """The REST API the page drives (control's ``server/rest``, merged separately)."""
-    return []
 
 
 async def _serve(app: Any, claim: managers.Claim, open_browser: bool) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.transport_security import TransportSecurityMiddleware
 from starlette.applications import Starlette
@@ -20,6 +20,9 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from vaultsearch.server.http import BearerAuth, security_settings
+
+if TYPE_CHECKING:
+    from vaultsearch.vault import Vault
 
 ASSETS = {
     "app.js": "text/javascript; charset=utf-8",
@@ -108,6 +111,11 @@ class TokenGate:
 
 def _public(path: str) -> bool:
     return path == "/" or path == "/health" or path.startswith("/assets/")
+
+
+def rest_routes(vault: Vault) -> list[BaseRoute]:
+    """The REST API the page drives (control's ``server/rest``, merged separately)."""
+    return []
 
 
 def assemble(
