@@ -29,7 +29,7 @@ from vaultsearch.server.manager_tools import build_manager_tools
 from vaultsearch.server.registry import build_tools
 from vaultsearch.server.resources import note_resources, register_note_template
 from vaultsearch.server.tools import VaultTools
-from vaultsearch.server.webapp import assemble, rest_routes
+from vaultsearch.server.webapp import SHUTDOWN_GRACE, assemble, rest_routes
 from vaultsearch.server.wire import StdioWire
 from vaultsearch.vault import Vault
 
@@ -227,10 +227,14 @@ async def _serve_http(
         allow_hosts=allow_hosts,
         mcp_app=mcp_app,
     )
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE
+    )
+    uv = uvicorn.Server(config)
     async with anyio.create_task_group() as tg:
         tg.start_soon(_start_later, background)
-        await uvicorn.Server(config).serve()
+        tg.start_soon(app.follow, uv)
+        await uv.serve()
         tg.cancel_scope.cancel()
 
 

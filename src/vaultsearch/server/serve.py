@@ -19,7 +19,8 @@ import anyio
 from vaultsearch.errors import VaultsearchError
 from vaultsearch.server import managers
 from vaultsearch.server.http import TOKEN_ENV, server_token
-from vaultsearch.server.webapp import assemble, rest_routes
+from vaultsearch.server.streams import EndStreamsOnExit
+from vaultsearch.server.webapp import SHUTDOWN_GRACE, assemble, rest_routes
 from vaultsearch.vault import Vault
 
 
@@ -63,12 +64,12 @@ def run_serve(
     return 0
 
 
-async def _serve(app: Any, claim: managers.Claim, open_browser: bool) -> None:
+async def _serve(app: EndStreamsOnExit, claim: managers.Claim, open_browser: bool) -> None:
     import uvicorn
 
     for sig in (signal.SIGTERM, signal.SIGINT):  # uvicorn's own shutdown, then exit 0
         signal.signal(sig, lambda *_: None)
-    config = uvicorn.Config(app, log_level="warning")
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE)
     server = uvicorn.Server(config)
     async with anyio.create_task_group() as tg:
 
@@ -81,6 +82,7 @@ async def _serve(app: Any, claim: managers.Claim, open_browser: bool) -> None:
                 await anyio.to_thread.run_sync(open_in_browser, claim.record.url)
 
         tg.start_soon(announce)
+        tg.start_soon(app.follow, server)
         await server.serve(sockets=[claim.socket])
         tg.cancel_scope.cancel()
 

@@ -20,6 +20,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from vaultsearch.server.http import BearerAuth, security_settings
+from vaultsearch.server.streams import EndStreamsOnExit
 
 if TYPE_CHECKING:
     from vaultsearch.vault import Vault
@@ -29,6 +30,9 @@ ASSETS = {
     "app.css": "text/css; charset=utf-8",
 }
 MCP_PATH = "/mcp"
+SHUTDOWN_GRACE = 5
+"""Seconds a stopping server waits for responses under way (event streams are ended
+at once: see ``streams``)."""
 
 
 def _asset(name: str) -> bytes:
@@ -125,7 +129,7 @@ def assemble(
     allow_hosts: Iterable[str] = (),
     mcp_app: Starlette | None = None,
     lifespan: Any = None,
-) -> ASGIApp:
+) -> EndStreamsOnExit:
     """The page and the REST routes, inside ``mcp_app`` when given (its lifespan runs
     the MCP session manager), else in a Starlette app of their own."""
     routes = [*page_routes(), *rest_routes]
@@ -137,4 +141,4 @@ def assemble(
     app = RequestGuard(app, bind, allow_hosts)
     if token is not None:
         app = TokenGate(app, token)
-    return app
+    return EndStreamsOnExit(app)

@@ -198,6 +198,7 @@ function listen() {
   });
   events.addEventListener("error", () => {
     if (events.readyState === EventSource.CLOSED) startPolling();
+    else $("connection").textContent = "reconnecting…"; // the browser retries by itself
   });
 }
 
