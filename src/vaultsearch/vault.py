@@ -13,6 +13,7 @@ from vaultsearch.embedding import Embedder
 from vaultsearch.errors import IndexMissingError, VaultNotFoundError
 from vaultsearch.indexing.manager import IndexCheck, IndexManager, IndexSummary
 from vaultsearch.indexing.progress import Progress
+from vaultsearch.indexing.runner import LOG_NAME, IndexRunner
 from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.manifest import SPEC_VERSION, read_manifest, read_state
 from vaultsearch.validtext import valid_strings, valid_text
@@ -51,6 +52,7 @@ class Vault:
         self.embedder = Embedder.shared(config.embedding)
         self._orchestrator: QueryOrchestrator | None = None
         self._manager: IndexManager | None = None
+        self._runner: IndexRunner | None = None
         self._lock = threading.Lock()
 
     @classmethod
@@ -81,6 +83,37 @@ class Vault:
             if self._manager is None:
                 self._manager = IndexManager(self.root, self.index_dir, self.config, self.embedder)
             return self._manager
+
+    def runner(self) -> IndexRunner:
+        """One per Vault: the runs of a long-lived process, one at a time, with their
+        progress, a cancel, and a JSON Lines progress log in the index folder."""
+        manager = self.manager()
+        with self._lock:
+            if self._runner is None:
+                self._runner = IndexRunner(manager, self.index_dir / LOG_NAME)
+            return self._runner
+
+    def use_config(self, config: Config) -> None:
+        """Search with ``config`` from now on; index with it from the next run on (a run
+        in progress keeps the settings it started with)."""
+        self.config = config
+        if self._orchestrator is not None:
+            self._orchestrator.config = config
+            self._orchestrator.refresh()
+        manager = self._manager
+        if manager is None:
+            return
+
+        def apply() -> None:
+            from vaultsearch.parsers import ParserRegistry
+
+            manager.config = config
+            manager.parsers = ParserRegistry(config.parsers)
+
+        if self._runner is not None:
+            self._runner.when_idle(apply)
+        else:
+            apply()
 
     def index(self, full: bool = False, progress: Progress | None = None) -> IndexSummary:
         """Bring the index up to date with the vault; returns what changed."""

@@ -157,7 +157,7 @@ class LiveIndex:
 
     def _index_once(self, full: bool, scope: set[str] | None) -> None:
         try:
-            summary = self.vault.manager().update(full=full, paths=scope)
+            summary = self.vault.runner().run("rebuild" if full else "update", paths=scope)
             self.state.last_summary = summary.to_dict()
             self.state.last_error = None
             self._retry_at = None

@@ -9,6 +9,7 @@ generation served, and no reader ever sees part of a run.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
@@ -24,7 +25,7 @@ from vaultsearch.errors import IndexBusyError, IndexCorruptError
 from vaultsearch.indexing.changes import ChangePlan, FileText, describe_plan, plan_changes
 from vaultsearch.indexing.chunker import chunk_capped
 from vaultsearch.indexing.links import LinkResolver
-from vaultsearch.indexing.progress import Progress, SilentProgress
+from vaultsearch.indexing.progress import Progress, SilentProgress, working_on
 from vaultsearch.indexing.scan import FileInfo, IgnoreRules, scan_paths, scan_vault
 from vaultsearch.models import Chunk, ParsedNote
 from vaultsearch.parsers import ParserRegistry
@@ -68,6 +69,7 @@ class IndexSummary:
     seconds: float = 0.0
     repaired: list[str] = field(default_factory=list)
     rebuild_reasons: list[str] = field(default_factory=list)
+    cancelled: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -85,6 +87,7 @@ class IndexSummary:
             "seconds": round(self.seconds, 3),
             "repaired": self.repaired,
             "rebuild_reasons": self.rebuild_reasons,
+            "cancelled": self.cancelled,
         }
 
 
@@ -107,6 +110,10 @@ class IndexCheck:
             "manifest_changes": self.manifest_changes,
             "changed_files": self.changed_files,
         }
+
+
+class _Cancelled(Exception):
+    """Raised between two model calls when a cancel was asked for."""
 
 
 @dataclass(slots=True)
@@ -135,6 +142,9 @@ class IndexManager:
         self.embedder = embedder or Embedder(config.embedding)
         self.progress = progress or SilentProgress()
         self.lock = WriterLock(self.layout.lock)
+        self.cancel_requested = threading.Event()
+        """Set by another thread to stop the run after the model call in progress; what
+        is committed by then stays, and the files not reached stay pending."""
         self.cache = EmbeddingCache(
             default_cache_dir(config.embedding.cache_dir), config.embedding.cache_size_mb * MB
         )
@@ -338,6 +348,11 @@ class IndexManager:
             writer.close()
             for source in sources:
                 source.close()
+        if summary.cancelled and previous is not None:
+            # part of a rebuild would hide notes the live generation still finds; what
+            # was embedded waits in the caches for the next run
+            sweep(self.layout)
+            return previous
         self._publish(generation)
         return generation
 
@@ -387,14 +402,22 @@ class IndexManager:
         sources: Sequence[Catalog] = (),
     ) -> None:
         """Every batch into the catalog and the derived indexes; the derived indexes
-        reach the disk once, at the end (nobody reads an unpublished generation)."""
+        reach the disk once, at the end (nobody reads an unpublished generation). A
+        cancel stops between two model calls and commits the batches done."""
         self.progress.start(len(plan.changed) + len(plan.moved))
         try:
             batches = [
                 plan.changed[i : i + BATCH_FILES] for i in range(0, len(plan.changed), BATCH_FILES)
             ]
             for n, batch in enumerate(batches or [[]]):
-                self._commit_batch(writer, plan if n == 0 else None, batch, summary, sources)
+                if self.cancel_requested.is_set():
+                    summary.cancelled = True
+                    break
+                try:
+                    self._commit_batch(writer, plan if n == 0 else None, batch, summary, sources)
+                except _Cancelled:
+                    summary.cancelled = True
+                    break
             writer.commit(manifest, summary.to_dict())
         finally:
             self.progress.finish()
@@ -432,6 +455,7 @@ class IndexManager:
         prepared: list[_Prepared] = []
         failed_now: list[tuple[FileText, str]] = []
         for ft in batch:
+            working_on(self.progress, ft.info.path)
             result = self._prepare(ft)
             if isinstance(result, str):
                 failed_now.append((ft, result))
@@ -529,9 +553,11 @@ class IndexManager:
         (returned, so the commit credits the rest)."""
         key = self.embedder.cache_key
         wanted: dict[str, str] = {}
+        path_of: dict[str, str] = {}
         for p in prepared:
             for h, c in zip(p.hashes, p.chunks, strict=True):
                 wanted.setdefault(h, c.embed_text)
+                path_of.setdefault(h, p.note.path)
         have = catalog.cached_hashes(key, wanted)
         need = [h for h in wanted if h not in have]
         found: dict[str, bytes] = {}
@@ -550,20 +576,30 @@ class IndexManager:
         missing = sorted(((h, wanted[h]) for h in need if h not in found), key=_text_len)
         step = max(1, self.config.embedding.batch_size)
         credited = 0.0
+        if missing:
+            working_on(self.progress, path_of[missing[0][0]], chunks=len(missing))
         for start in range(0, len(missing), EMBED_BATCH):
             part = missing[start : start + EMBED_BATCH]
             vecs = []
             for at in range(0, len(part), step):
+                if self.cancel_requested.is_set():
+                    part = part[:at]
+                    break
                 piece = part[at : at + step]
+                working_on(self.progress, path_of[piece[0][0]])
                 vecs.append(self.embedder.embed_texts([t for _, t in piece]))
                 share = files * len(piece) / len(missing)
                 credited += share
                 self.progress.advance(files=share, chunks=len(piece))
+            if not part:
+                raise _Cancelled
             with catalog.transaction():
                 vectors = normalize(np.vstack(vecs))
                 catalog.put_embeddings(key, zip((h for h, _ in part), vectors, strict=True))
             self.cache.put(key, dict(zip((h for h, _ in part), vectors, strict=True)))
             summary.chunks_embedded += len(part)
+            if self.cancel_requested.is_set():
+                raise _Cancelled
         return credited
 
 

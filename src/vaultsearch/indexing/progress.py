@@ -21,6 +21,15 @@ class Progress(Protocol):
     def finish(self) -> None: ...
 
 
+def working_on(progress: Progress, path: str, chunks: int = 0) -> None:
+    """Tell a display that shows it which file is being parsed or embedded, and how many
+    more chunks are now known to need the model; an optional hook, so every
+    ``Progress`` need not implement it."""
+    hook = getattr(progress, "working_on", None)
+    if hook is not None:
+        hook(path, chunks)
+
+
 class SilentProgress:
     def start(self, files: int) -> None:
         pass

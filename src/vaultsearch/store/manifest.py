@@ -49,6 +49,25 @@ def expected_manifest(config: Config, dimension: int | None = None) -> dict[str,
     }
 
 
+RECORDED_SETTINGS = (
+    "embedding.model",
+    "embedding.backend",
+    "parsers",
+    "chunking.size",
+    "chunking.overlap",
+    "chunking.max_chunks_per_note",
+    "keyword.stemming",
+    "keyword.frontmatter_fields",
+)
+"""The config keys ``expected_manifest`` records: changing one rebuilds the index
+(``parsers`` stands for every ``parsers.<glob>``)."""
+
+
+def is_recorded(key: str) -> bool:
+    """Whether changing this ``section.key`` (or ``parsers.<glob>``) forces a rebuild."""
+    return key in RECORDED_SETTINGS or key.startswith("parsers.")
+
+
 def _fingerprint(config: Config) -> dict[str, str] | None:
     """Weights, runtime and precision: vectors made otherwise are not interchangeable."""
     try:

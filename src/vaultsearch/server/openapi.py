@@ -1,0 +1,278 @@
+"""The OpenAPI 3.1 description of the REST routes (``GET /openapi.json``).
+
+Written out rather than generated: the routes take plain JSON, and a reader of this
+file sees the whole contract in one place. ``tests/test_rest.py`` checks it names
+every route and that real answers have the fields it promises.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vaultsearch import __version__
+
+
+def _obj(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        out["required"] = required
+    return out
+
+
+def _ref(name: str) -> dict[str, Any]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+_INT = {"type": "integer"}
+_STR = {"type": "string"}
+_TIME = {"type": "string", "format": "date-time"}
+_ERROR = _json(_ref("Error"), "The request was refused; the sentence says why and what to do.")
+
+SCHEMAS: dict[str, Any] = {
+    "Error": _obj({"error": _STR}, ["error"]),
+    "Status": _obj(
+        {
+            "vault": _STR,
+            "state": {"enum": ["no_index", "needs_update", "up_to_date", "updating", "cancelling"]},
+            "files": _obj(
+                {k: _INT for k in ("total", "indexed", "not_indexed", "deleted", "failed")},
+                ["total", "indexed", "not_indexed", "deleted", "failed"],
+            ),
+            "failed": {"type": "array", "items": _obj({"path": _STR, "reason": _STR})},
+            "pending_changes": _INT,
+            "notes": _INT,
+            "chunks": _INT,
+            "last_indexed": _TIME,
+            "model": _STR,
+            "config": {"type": "object", "description": "Every setting as section.key: value."},
+            "rebuild_keys": {"type": "array", "items": _STR},
+        },
+        [
+            "vault",
+            "state",
+            "files",
+            "failed",
+            "pending_changes",
+            "notes",
+            "chunks",
+            "model",
+            "config",
+            "rebuild_keys",
+        ],
+    ),
+    "Progress": _obj(
+        {
+            "state": {"enum": ["idle", "running", "cancelling", "done", "cancelled", "failed"]},
+            "kind": {"enum": ["update", "rebuild"]},
+            "percent": {"type": "number", "minimum": 0, "maximum": 100},
+            "files_done": _INT,
+            "files_total": _INT,
+            "chunks_done": _INT,
+            "chunks_total": {
+                **_INT,
+                "description": "Chunks known to need the model; grows as batches are parsed.",
+            },
+            "current_file": _STR,
+            "started_at": _TIME,
+            "finished_at": _TIME,
+            "error": _STR,
+        },
+        ["state", "percent", "files_done", "files_total", "chunks_done", "chunks_total"],
+    ),
+    "Activity": _obj(
+        {
+            "entries": {
+                "type": "array",
+                "items": _obj({"time": _TIME, "event": _STR, "detail": _STR}),
+            }
+        },
+        ["entries"],
+    ),
+    "SchemaStatus": _obj(
+        {
+            "spec_version": _INT,
+            "index_spec_version": _INT,
+            "needs_rebuild": {"type": "boolean"},
+            "reasons": {"type": "array", "items": _STR},
+        },
+        ["spec_version", "needs_rebuild", "reasons"],
+    ),
+    "Filters": _obj(
+        {
+            "tags": {"type": "array", "items": _STR, "description": "Notes with all these tags."},
+            "folders": {"type": "array", "items": _STR},
+            "after": {**_STR, "description": "Dated on or after, YYYY-MM-DD."},
+            "before": {**_STR, "description": "Dated before, YYYY-MM-DD."},
+            "where": {"type": "object", "description": "Frontmatter field: value or values."},
+            "mode": {"enum": ["hybrid", "keyword", "semantic"]},
+            "min_score": {"type": "number"},
+        }
+    ),
+    "Hit": _obj(
+        {
+            "path": _STR,
+            "title": _STR,
+            "heading_path": _STR,
+            "start_line": _INT,
+            "end_line": _INT,
+            "snippet": _STR,
+            "highlights": {"type": "array", "items": {"type": "array", "items": _INT}},
+            "score": {"type": "number"},
+            "confidence": {"type": "number"},
+            "explain": {"type": "object", "description": "Each strategy's rank and score."},
+        },
+        ["path", "title", "start_line", "end_line", "snippet", "score"],
+    ),
+    "Answer": _obj(
+        {
+            "hits": {"type": "array", "items": _ref("Hit")},
+            "answer": _STR,
+            "citations": {
+                "type": "array",
+                "items": _obj(
+                    {"n": _INT, "path": _STR, "start_line": _INT, "end_line": _INT},
+                    ["n", "path", "start_line", "end_line"],
+                ),
+            },
+        },
+        ["hits", "answer", "citations"],
+    ),
+}
+
+
+def _get(summary: str, schema: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "get": {"summary": summary, "responses": {"200": _json(_ref(schema), summary)}, **extra}
+    }
+
+
+def openapi_spec() -> dict[str, Any]:
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "vaultsearch Index Manager",
+            "version": __version__,
+            "description": "Status, progress and control of a vault's search index, and "
+            "search with an extractive answer. POST requests from a browser must come "
+            "from this server's own page; off loopback every request needs the bearer token.",
+        },
+        "components": {
+            "schemas": SCHEMAS,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "paths": {
+            "/health": {
+                "get": {
+                    "summary": "The server answers.",
+                    "responses": {"200": _json(_obj({"status": {"const": "ok"}}), "Alive.")},
+                }
+            },
+            "/status": _get("Files, index state, counts and configuration.", "Status"),
+            "/progress": _get("The index run in progress, or the last one.", "Progress"),
+            "/events": {
+                "get": {
+                    "summary": "Server-sent events: 'progress' (the /progress body) at each "
+                    "change, 'activity' (one entry) for each activity.",
+                    "responses": {
+                        "200": {
+                            "description": "An endless event stream.",
+                            "content": {"text/event-stream": {"schema": _STR}},
+                        }
+                    },
+                }
+            },
+            "/activity": _get(
+                "Recent activity, newest first.",
+                "Activity",
+                parameters=[
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50},
+                    }
+                ],
+            ),
+            "/schema-status": _get(
+                "Whether the index's format and settings match this version.", "SchemaStatus"
+            ),
+            "/rebuild-index": {
+                "post": {
+                    "summary": "Start an update (reindex_all false) or a full rebuild.",
+                    "requestBody": {
+                        "content": {
+                            "application/json": {
+                                "schema": _obj({"reindex_all": {"type": "boolean"}})
+                            }
+                        }
+                    },
+                    "responses": {
+                        "202": _json(
+                            _obj(
+                                {
+                                    "started": {"const": True},
+                                    "kind": {"enum": ["update", "rebuild"]},
+                                }
+                            ),
+                            "Started in the background; follow /progress or /events.",
+                        ),
+                        "409": _ERROR,
+                        "400": _ERROR,
+                        "403": _ERROR,
+                    },
+                }
+            },
+            "/cancel-indexing": {
+                "post": {
+                    "summary": "Stop the run in progress after its current model call.",
+                    "responses": {
+                        "200": _json(
+                            _obj({"cancelling": {"type": "boolean"}, "reason": _STR}),
+                            "Whether a run is being stopped.",
+                        ),
+                        "403": _ERROR,
+                    },
+                }
+            },
+            "/query_documents": {
+                "post": {
+                    "summary": "Search, with an extractive answer citing the hits.",
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": _obj(
+                                    {
+                                        "query": _STR,
+                                        "top_k": {
+                                            **_INT,
+                                            "minimum": 1,
+                                            "maximum": 100,
+                                            "default": 5,
+                                        },
+                                        "filters": _ref("Filters"),
+                                    },
+                                    ["query"],
+                                )
+                            }
+                        },
+                    },
+                    "responses": {
+                        "200": _json(_ref("Answer"), "Hits and the answer."),
+                        "400": _ERROR,
+                        "403": _ERROR,
+                        "409": _ERROR,
+                    },
+                }
+            },
+            "/openapi.json": {
+                "get": {
+                    "summary": "This description.",
+                    "responses": {"200": {"description": "OpenAPI 3.1"}},
+                }
+            },
+        },
+    }

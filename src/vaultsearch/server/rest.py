@@ -1,0 +1,332 @@
+"""The plain HTTP API of the Index Manager: status, progress, runs, cancel, search.
+
+The routes are built from a ``ControlContext`` (the vault, its runner and the activity
+log) so that the page, ``vaultsearch serve`` and ``mcp --http`` mount the same ones.
+Every answer is JSON; every error is ``{"error": "<one sentence>"}``. Requests that
+change something must come from this server's own page or from a client that sends no
+Origin, so another site open in the browser cannot start a rebuild.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Route
+
+from vaultsearch.embedding import model_id
+from vaultsearch.errors import (
+    IndexBusyError,
+    IndexMissingError,
+    QueryError,
+    VaultsearchError,
+)
+from vaultsearch.indexing.overview import file_counts
+from vaultsearch.indexing.runner import IndexRunner, RunKind, RunSnapshot
+from vaultsearch.reload import flat_config, rebuild_keys
+from vaultsearch.search.answer import extractive_answer
+from vaultsearch.server.activity import Activity, ActivityLog, follow_runs
+from vaultsearch.server.openapi import openapi_spec
+from vaultsearch.store.manifest import SPEC_VERSION, read_manifest
+from vaultsearch.vault import Vault
+
+KEEPALIVE_SECONDS = 15.0
+FILTER_KEYS = ("tags", "folders", "after", "before", "where", "mode", "min_score")
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+@dataclass
+class ControlContext:
+    """What the routes need; one per served vault."""
+
+    vault: Vault
+    runner: IndexRunner
+    activity: ActivityLog
+
+    @classmethod
+    def for_vault(cls, vault: Vault, activity: ActivityLog | None = None) -> ControlContext:
+        log = activity or ActivityLog()
+        runner = vault.runner()
+        follow_runs(log, runner)
+        return cls(vault, runner, log)
+
+
+class BadRequest(Exception):
+    """A request this API cannot take; its message is the whole answer."""
+
+
+def error(message: str, status: int) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def same_origin(request: Request) -> bool:
+    """No Origin (curl, scripts), or the Origin of the page this server served."""
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    parts = urlsplit(origin)
+    return parts.scheme in ("http", "https") and parts.netloc == request.headers.get("host")
+
+
+def _guarded(handler: Handler, changes: bool = False) -> Handler:
+    """Turn our errors into one-sentence JSON answers with the right status."""
+
+    async def wrapped(request: Request) -> Response:
+        if changes and not same_origin(request):
+            return error(
+                "Requests from another site may not change the index; "
+                "use the page this server serves.",
+                403,
+            )
+        try:
+            return await handler(request)
+        except BadRequest as exc:
+            return error(str(exc), 400)
+        except IndexBusyError as exc:
+            return error(str(exc), 409)
+        except IndexMissingError as exc:
+            return error(str(exc), 409)
+        except (QueryError, ValueError) as exc:
+            return error(str(exc), 400)
+        except VaultsearchError as exc:
+            return error(str(exc), 500)
+
+    return wrapped
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise BadRequest("The request body is not valid JSON; send a JSON object.") from None
+    if not isinstance(body, dict):
+        raise BadRequest("The request body must be a JSON object.")
+    return body
+
+
+def _unknown(body: dict[str, Any], allowed: tuple[str, ...], what: str) -> None:
+    extra = sorted(set(body) - set(allowed))
+    if extra:
+        raise BadRequest(
+            f"{what} has no field {', '.join(map(repr, extra))}; it takes: {', '.join(allowed)}."
+        )
+
+
+# --- reading -----------------------------------------------------------------------------
+def status(ctx: ControlContext) -> dict[str, Any]:
+    """The /status body (blocking: it scans the vault's files)."""
+    vault = ctx.vault
+    counts = file_counts(vault.manager())
+    snap = ctx.runner.snapshot()
+    out: dict[str, Any] = {"vault": str(vault.root)}
+    if snap.state == "running":
+        state = "updating"
+    elif snap.state == "cancelling":
+        state = "cancelling"
+    elif vault.layout.current() is None:
+        state = "no_index"
+    else:
+        state = "up_to_date" if vault.check().status == "current" else "needs_update"
+    out["state"] = state
+    out["files"] = counts.to_dict()
+    out["failed"] = [{"path": p, "reason": r} for p, r in counts.failed.items()]
+    out["pending_changes"] = counts.pending
+    try:
+        st = vault.status()
+    except IndexMissingError:
+        st = {"notes": 0, "chunks": 0}
+    out["notes"] = st["notes"]
+    out["chunks"] = st["chunks"]
+    if st.get("last_indexed"):
+        out["last_indexed"] = st["last_indexed"]
+    out["model"] = st.get("model") or model_id(vault.config.embedding.model)
+    out["config"] = flat_config(vault.config)
+    out["rebuild_keys"] = rebuild_keys(vault.config)
+    return out
+
+
+def schema_status(vault: Vault) -> dict[str, Any]:
+    current = vault.layout.current()
+    manifest = read_manifest(current.root) if current is not None else None
+    check = vault.check()
+    out: dict[str, Any] = {"spec_version": SPEC_VERSION}
+    if manifest and isinstance(manifest.get("spec_version"), int):
+        out["index_spec_version"] = manifest["spec_version"]
+    out["needs_rebuild"] = check.status == "rebuild"
+    out["reasons"] = check.reasons if check.status == "rebuild" else []
+    return out
+
+
+def query_documents(ctx: ControlContext, body: dict[str, Any]) -> dict[str, Any]:
+    _unknown(body, ("query", "top_k", "filters"), "query_documents")
+    query = body.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise BadRequest("'query' must be a non-empty string.")
+    top_k = body.get("top_k", 5)
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 100:
+        raise BadRequest("'top_k' must be an integer from 1 to 100.")
+    filters = body.get("filters") or {}
+    if not isinstance(filters, dict):
+        raise BadRequest("'filters' must be a JSON object.")
+    _unknown(filters, FILTER_KEYS, "filters")
+    for key in ("tags", "folders"):
+        if isinstance(filters.get(key), str):
+            filters[key] = [filters[key]]
+    min_score = filters.get("min_score")
+    if min_score is not None and (
+        isinstance(min_score, bool)
+        or not isinstance(min_score, int | float)
+        or not math.isfinite(min_score)
+    ):
+        raise BadRequest("'filters.min_score' must be a number.")
+    mode = filters.get("mode", "hybrid")
+    if mode not in ("hybrid", "keyword", "semantic"):
+        raise BadRequest("'filters.mode' must be hybrid, keyword or semantic.")
+    hits = ctx.vault.search(
+        query,
+        top_k=top_k,
+        mode=mode,
+        tags=filters.get("tags"),
+        folders=filters.get("folders"),
+        after=filters.get("after"),
+        before=filters.get("before"),
+        where=filters.get("where"),
+        explain=True,
+        min_score=min_score,
+    )
+    answer = extractive_answer(query, hits)
+    ctx.activity.add("search", f"{query!r}: {len(hits)} hits")
+    return {
+        "hits": [h.to_dict() for h in hits],
+        "answer": answer.text,
+        "citations": [c.to_dict() for c in answer.citations],
+    }
+
+
+# --- routes ------------------------------------------------------------------------------
+def rest_routes(ctx: ControlContext) -> list[BaseRoute]:
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def get_status(request: Request) -> Response:
+        return JSONResponse(await anyio.to_thread.run_sync(status, ctx))
+
+    async def progress(request: Request) -> Response:
+        return JSONResponse(ctx.runner.snapshot().to_dict())
+
+    async def activity(request: Request) -> Response:
+        raw = request.query_params.get("limit", "50")
+        if not raw.isdigit() or not 1 <= int(raw) <= 500:
+            raise BadRequest("'limit' must be an integer from 1 to 500.")
+        entries = ctx.activity.recent(int(raw))
+        return JSONResponse({"entries": [e.to_dict() for e in entries]})
+
+    async def get_schema_status(request: Request) -> Response:
+        return JSONResponse(await anyio.to_thread.run_sync(schema_status, ctx.vault))
+
+    async def rebuild(request: Request) -> Response:
+        body = await _json_body(request)
+        _unknown(body, ("reindex_all",), "rebuild-index")
+        full = body.get("reindex_all", False)
+        if not isinstance(full, bool):
+            raise BadRequest("'reindex_all' must be true or false.")
+        kind: RunKind = "rebuild" if full else "update"
+        ctx.runner.start(kind)
+        return JSONResponse({"started": True, "kind": kind}, status_code=202)
+
+    async def cancel(request: Request) -> Response:
+        if ctx.runner.cancel():
+            return JSONResponse({"cancelling": True})
+        return JSONResponse({"cancelling": False, "reason": "nothing is running"})
+
+    async def search(request: Request) -> Response:
+        body = await _json_body(request)
+        return JSONResponse(await anyio.to_thread.run_sync(query_documents, ctx, body))
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(openapi_spec())
+
+    async def events(request: Request) -> Response:
+        return StreamingResponse(
+            _event_stream(ctx),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    return [
+        Route("/health", _guarded(health)),
+        Route("/status", _guarded(get_status)),
+        Route("/progress", _guarded(progress)),
+        Route("/events", events),
+        Route("/activity", _guarded(activity)),
+        Route("/schema-status", _guarded(get_schema_status)),
+        Route("/rebuild-index", _guarded(rebuild, changes=True), methods=["POST"]),
+        Route("/cancel-indexing", _guarded(cancel, changes=True), methods=["POST"]),
+        Route("/query_documents", _guarded(search, changes=True), methods=["POST"]),
+        Route("/openapi.json", openapi),
+    ]
+
+
+def _sse(event: str, data: dict[str, Any]) -> str:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+async def _event_stream(ctx: ControlContext) -> AsyncIterator[str]:
+    """The current progress at once, then every change of it and every activity entry;
+    a comment line now and then keeps proxies from closing a quiet stream."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
+
+    def put(item: tuple[str, dict[str, Any]]) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is gone: the client has left
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+
+    def on_run(event: str, snap: RunSnapshot) -> None:
+        put(("progress", snap.to_dict()))
+
+    def on_activity(entry: Activity) -> None:
+        put(("activity", entry.to_dict()))
+
+    stop_run = ctx.runner.subscribe(on_run)
+    stop_activity = ctx.activity.subscribe(on_activity)
+    try:
+        last = ctx.runner.snapshot().to_dict()
+        yield _sse("progress", last)
+        while True:
+            try:
+                kind, data = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
+            except TimeoutError:
+                yield ": keep-alive\n\n"
+                continue
+            if kind == "progress":
+                if data == last:
+                    continue
+                last = data
+            yield _sse(kind, data)
+    finally:
+        stop_run()
+        stop_activity()
+
+
+def rest_app(ctx: ControlContext, token: str | None = None) -> Any:
+    """The routes alone as an ASGI app (tests, and embedding in another server); with
+    ``token``, every request must carry it as a bearer token."""
+    app: Any = Starlette(routes=rest_routes(ctx))
+    if token is not None:
+        from vaultsearch.server.http import BearerAuth
+
+        app = BearerAuth(app, token)
+    return app
