@@ -134,7 +134,7 @@ def test_the_page_loads_and_foreign_requests_are_refused() -> None:
         "/rebuild-index", json={"reindex_all": False}, headers={"Origin": "http://evil.example"}
     )
     assert foreign.status_code == 403 and "Origin" in foreign.json()["error"]
-    rebinding = client.get("/health", headers={"Host": "evil.example"})
+    rebinding = client.get("/", headers={"Host": "evil.example"})
     assert rebinding.status_code == 421 and "Host" in rebinding.json()["error"]
     form = client.post("/cancel-indexing", content=b"x=1", headers={"Content-Type": "text/plain"})
     assert form.status_code == 400 and "application/json" in form.json()["error"]
@@ -145,7 +145,6 @@ def test_beyond_loopback_data_needs_the_token_but_the_page_does_not() -> None:
     client = TestClient(app, base_url="http://127.0.0.1:3456")
     assert client.get("/").status_code == 200
     assert client.get("/assets/app.css").status_code == 200
-    assert client.get("/health").status_code == 200
     assert client.get("/status").status_code == 401
     authed = client.get("/status", headers={"Authorization": "Bearer s3cret"})
     assert authed.status_code == 404  # past the gate; no REST routes in this assembly

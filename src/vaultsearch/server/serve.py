@@ -12,7 +12,6 @@ import signal
 import sys
 import webbrowser
 from collections.abc import Iterable
-from typing import Any
 
 import anyio
 

@@ -53,13 +53,8 @@ async def asset(request: Request) -> Response:
 _NO_CACHE = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
 
 
-async def health(request: Request) -> Response:
-    return JSONResponse({"status": "ok"})
-
-
 def page_routes() -> list[BaseRoute]:
-    """The page, its assets and the liveness probe other processes find a manager by."""
-    return [Route("/", page), Route("/assets/{name}", asset), Route("/health", health)]
+    return [Route("/", page), Route("/assets/{name}", asset)]
 
 
 class RequestGuard:
@@ -118,8 +113,11 @@ def _public(path: str) -> bool:
 
 
 def rest_routes(vault: Vault) -> list[BaseRoute]:
-    """The REST API the page drives (control's ``server/rest``, merged separately)."""
-    return []
+    """The REST API the page drives, on this process's index runner."""
+    from vaultsearch.server.rest import ControlContext
+    from vaultsearch.server.rest import rest_routes as routes
+
+    return routes(ControlContext.for_vault(vault))
 
 
 def assemble(
