@@ -212,3 +212,27 @@ def test_mcp_over_http_serves_the_same_page(tmp_path: Path) -> None:
     finally:
         code, err = terminate(proc)
     assert code == 0 and "Traceback" not in err
+
+
+def test_an_open_event_stream_does_not_hold_the_server_at_exit(tmp_path: Path) -> None:
+    """uvicorn waits for every response before it exits; an open page's /events never
+    ends by itself, so the server ends it, cleanly, when it is told to stop."""
+    import http.client
+
+    root = write_files(tmp_path / "vault", FILES)
+    proc = serve(root, tmp_path / "index")
+    try:
+        url = first_line(proc).rsplit(" ", 1)[1]
+        port = int(url.rstrip("/").rsplit(":", 1)[1])
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        conn.request("GET", "/events")
+        stream = conn.getresponse()
+        assert stream.status == 200
+        assert stream.readline() == b"event: progress\n"
+        proc.send_signal(signal.SIGTERM)
+        rest = stream.read()  # returns once the server has ended the stream properly
+        assert rest.startswith(b"data: {") and rest.endswith(b"\n\n")
+        conn.close()
+    finally:
+        code, err = terminate(proc)
+    assert code == 0 and "Traceback" not in err and "ERROR" not in err
