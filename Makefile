@@ -93,5 +93,8 @@ bench-confidence: setup
 bench-screenshot: setup browser
 	$(BIN)/python bench/screenshot.py
 
+bench-cancel: setup
+	$(BIN)/python bench/cancel_index.py
+
 clean:
 	rm -rf $(VENV) $(DEMO_VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -10,16 +10,19 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import pytest
 import uvicorn
 
 from tests.conftest import write_files
+from vaultsearch.config import AnswerConfig, Config
 from vaultsearch.indexing.runner import RunSnapshot
+from vaultsearch.server.activity import ActivityLog
 from vaultsearch.server.rest import ControlContext, rest_app, rest_routes
 from vaultsearch.store.manifest import SPEC_VERSION
 from vaultsearch.vault import Vault
@@ -308,3 +311,75 @@ assert lock.acquire()
 print("held", flush=True)
 time.sleep(120)
 """
+
+
+class _ChatEndpoint(BaseHTTPRequestHandler):
+    """A stand-in for a local OpenAI-compatible server (llama.cpp, Ollama): an external
+    service, not our code. It answers from what it was sent and keeps the request."""
+
+    requests: ClassVar[list[dict[str, Any]]] = []
+    status: ClassVar[int] = 200
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).requests.append({"path": self.path, "body": body})
+        user = body["messages"][-1]["content"]
+        first = user.split("[1] ", 1)[1].split(",", 1)[0]  # the first passage's path
+        reply = {"choices": [{"message": {"content": f"It is in {first} [1]."}}]}
+        data = json.dumps(reply).encode()
+        self.send_response(self.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def chat_endpoint() -> Iterator[str]:
+    _ChatEndpoint.requests, _ChatEndpoint.status = [], 200
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ChatEndpoint)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _with_endpoint(served: Served, endpoint: str) -> ControlContext:
+    config = replace(Config(), answer=AnswerConfig(endpoint=endpoint, model="local-model"))
+    vault = Vault.open(served.root, config=config)
+    return ControlContext(vault, served.ctx.runner, ActivityLog())
+
+
+def test_a_configured_endpoint_writes_the_answer(served: Served, chat_endpoint: str) -> None:
+    ctx = _with_endpoint(served, chat_endpoint)
+    with serve(rest_app(ctx)) as url, httpx.Client(base_url=url, timeout=60) as c:
+        body = c.post("/query_documents", json={"query": "owls hunting", "top_k": 2}).json()
+    ctx.vault.close()
+    assert body["answer"] == f"It is in {body['hits'][0]['path']} [1]."
+    assert body["citations"] == [
+        {"n": 1, "path": body["hits"][0]["path"], "start_line": body["hits"][0]["start_line"],
+         "end_line": body["hits"][0]["end_line"]},
+    ]  # fmt: skip
+    (request,) = _ChatEndpoint.requests
+    assert request["path"] == "/v1/chat/completions"
+    assert request["body"]["model"] == "local-model"
+    assert "owls hunting" in request["body"]["messages"][-1]["content"]
+
+
+def test_a_failing_endpoint_falls_back_to_the_extractive_answer(
+    served: Served, chat_endpoint: str
+) -> None:
+    _ChatEndpoint.status = 500
+    ctx = _with_endpoint(served, chat_endpoint)
+    with serve(rest_app(ctx)) as url, httpx.Client(base_url=url, timeout=60) as c:
+        body = c.post("/query_documents", json={"query": "what do owls hunt at night"}).json()
+        log = c.get("/activity").json()["entries"]
+    ctx.vault.close()
+    assert "Owls hunt small mammals at night. [1]" in body["answer"]
+    assert log[1]["event"] == "answer_failed" and "HTTP 500" in log[1]["detail"]

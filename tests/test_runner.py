@@ -56,6 +56,7 @@ def test_cancel_stops_a_first_build_and_the_next_run_resumes(
         assert first.chunks_embedded == batch  # the one model call under way when asked
         snap = runner.snapshot()
         assert snap.state == "cancelled" and snap.finished_at and snap.current_file is None
+        assert snap.files_done == 0  # cancelled inside its first batch: no file committed
         assert [e for e, _ in events if e != "progress"] == ["started", "cancelling", "cancelled"]
         assert vault.check().status == "update"  # what was not reached is pending
 

@@ -99,6 +99,14 @@ class WatchConfig:
 
 
 @dataclass(frozen=True)
+class AnswerConfig:
+    endpoint: str = ""
+    """An OpenAI-compatible base URL (``.../v1``) that writes answers; empty = extractive."""
+    model: str = ""
+    timeout: float = 30.0
+
+
+@dataclass(frozen=True)
 class Config:
     vault: VaultConfig = field(default_factory=VaultConfig)
     parsers: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_PARSER_MAP))
@@ -107,6 +115,7 @@ class Config:
     keyword: KeywordConfig = field(default_factory=KeywordConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     watch: WatchConfig = field(default_factory=WatchConfig)
+    answer: AnswerConfig = field(default_factory=AnswerConfig)
     source: str = "built-in defaults"
     """Where this configuration came from, for status output and error messages."""
 
@@ -114,7 +123,7 @@ class Config:
         return replace(self, search=replace(self.search, **changes))
 
 
-_SECTIONS = ("vault", "chunking", "embedding", "keyword", "search", "watch")
+_SECTIONS = ("vault", "chunking", "embedding", "keyword", "search", "watch", "answer")
 _TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
 
 
@@ -241,6 +250,14 @@ def _validate(cfg: Config) -> None:
         "must be a positive number of bytes",
     )
     _require(cfg.watch.debounce_ms >= 0, "watch.debounce_ms", cfg.watch.debounce_ms, "must be >= 0")
+    a = cfg.answer
+    _require(
+        a.endpoint == "" or a.endpoint.startswith(("http://", "https://")),
+        "answer.endpoint",
+        a.endpoint,
+        'expected "" (off) or an http:// or https:// URL such as "http://127.0.0.1:8080/v1"',
+    )
+    _require(a.timeout > 0, "answer.timeout", a.timeout, "must be a positive number of seconds")
     try:
         ParserRegistry(cfg.parsers)
     except ValueError as exc:

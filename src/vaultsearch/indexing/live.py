@@ -83,9 +83,12 @@ class LiveIndex:
     def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
         self._wake.set()
+        runner = self.vault.runner()
+        runner.cancel()  # a run started elsewhere (the page) stops too, keeping its work
+        runner.wait(timeout)
         if self._thread is not None:
             self._thread.join(timeout)
-        if self._thread is None or not self._thread.is_alive():
+        if (self._thread is None or not self._thread.is_alive()) and not runner.snapshot().busy:
             # never while a run may still write: another process would take over mid-commit
             self.vault.manager().lock.release()
 

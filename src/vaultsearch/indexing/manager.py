@@ -158,9 +158,9 @@ class IndexManager:
         """A long-lived writer must see an edited .gitignore / .vaultsearchignore."""
         self.rules = IgnoreRules(self.vault, self.config.vault.exclude, self.layout.root)
 
-    def check(self) -> IndexCheck:
-        """Is the index current? Never loads the model and never writes."""
-        expected = expected_manifest(self.config)
+    def rebuild_check(self) -> IndexCheck | None:
+        """Why the next run must rebuild (no index, another format, changed settings,
+        a damaged catalog), or None; reads no file of the vault."""
         current = self.layout.current()
         if current is None or not current.catalog.is_file():
             if self.layout.legacy_catalog.is_file():
@@ -168,11 +168,19 @@ class IndexManager:
                     "rebuild", ["an index of an older format: rebuilt reusing its embeddings"]
                 )
             return IndexCheck("rebuild", ["no index has been built yet"])
-        changes = manifest_differences(read_manifest(current.root), expected)
+        changes = manifest_differences(read_manifest(current.root), expected_manifest(self.config))
         if changes:
             return IndexCheck("rebuild", [f"manifest field changed: {c}" for c in changes], changes)
         if damage := catalog_problems(current):
             return IndexCheck("rebuild", damage)
+        return None
+
+    def check(self) -> IndexCheck:
+        """Is the index current? Never loads the model and never writes."""
+        if (rebuild := self.rebuild_check()) is not None:
+            return rebuild
+        current = self.layout.current()
+        assert current is not None
         catalog = open_catalog_for_reading(current.catalog)
         try:
             plan = self._plan_against(catalog)

@@ -1,8 +1,8 @@
 """How the vault's files stand against the live index: indexed, waiting, deleted, failed.
 
-The page and ``/status`` show these counts; they come from the same comparison an
-update makes (``plan_changes``), so "N files waiting" is exactly what the next run
-will index.
+The page and ``/status`` show these counts, and poll them, so they come from the cheap
+half of the comparison an update makes (sizes and times, as ``plan_changes`` checks
+first) and never read a note.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from vaultsearch.indexing.changes import plan_changes
 from vaultsearch.indexing.manager import IndexManager
+from vaultsearch.indexing.scan import FileInfo
 from vaultsearch.store.catalog import open_catalog_for_reading
 
 
@@ -21,7 +21,7 @@ class FileCounts:
     """Files of the vault the index is meant to hold (ignored files are not counted)."""
     indexed: int
     not_indexed: int
-    """New or changed since the last run (a moved file counts until its move is indexed)."""
+    """New or changed since the last run."""
     deleted: int
     """Still in the index, gone from the vault."""
     failed: dict[str, str] = field(default_factory=dict)
@@ -41,24 +41,41 @@ class FileCounts:
         }
 
 
+def count_files(
+    scanned: dict[str, FileInfo],
+    known: dict[str, tuple[int, str, int, int]],
+    failures: dict[str, tuple[str, int, int]],
+) -> FileCounts:
+    """By size and modification time alone, never opening a file, so that a page can
+    poll it during a first build. A file whose time moved but not its text counts as
+    changed (the next run only records its new time); a move counts as a deletion and
+    a new file; a failed file counts as failed until it changes."""
+    new = changed = 0
+    failed: dict[str, str] = {}
+    for path, info in scanned.items():
+        prior = failures.get(path)
+        if prior is not None and (prior[1], prior[2]) == (info.mtime_ns, info.size):
+            failed[path] = prior[0]
+            continue
+        old = known.get(path)
+        if old is None:
+            new += 1
+        elif (old[2], old[3]) != (info.size, info.mtime_ns):
+            changed += 1
+    deleted = sum(1 for p in known if p not in scanned)
+    indexed = len(scanned) - new - changed - len(failed)
+    return FileCounts(len(scanned), indexed, new + changed, deleted, dict(sorted(failed.items())))
+
+
 def file_counts(manager: IndexManager) -> FileCounts:
-    """Reads the vault's files and the live catalog; never writes, never loads the model."""
+    """Lists the vault's files and reads the live catalog; never writes, never loads
+    the model, never reads a note."""
     scanned = manager.scan()
     current = manager.layout.current()
     if current is None or not current.catalog.is_file():
-        return FileCounts(len(scanned), 0, len(scanned), 0)
+        return count_files(scanned, {}, {})
     catalog = open_catalog_for_reading(current.catalog)
     try:
-        recorded = catalog.failures()
-        plan = plan_changes(
-            scanned, catalog.file_states(), recorded, manager.config.vault.max_file_size
-        )
+        return count_files(scanned, catalog.file_states(), catalog.failures())
     finally:
         catalog.close()
-    failed = {p: reason for p, (reason, _, _) in recorded.items() if p not in plan.gone_failures}
-    failed.update({p: reason for p, (reason, _, _) in plan.failed.items()})
-    waiting = len(plan.changed) + len(plan.moved)
-    indexed = max(0, len(scanned) - waiting - len(failed))
-    return FileCounts(
-        len(scanned), indexed, waiting, len(plan.deleted), dict(sorted(failed.items()))
-    )

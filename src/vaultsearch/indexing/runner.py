@@ -37,7 +37,7 @@ LOG_EVERY = 1.0
 
 
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +220,9 @@ class IndexRunner:
                 if reraise:
                     raise
                 return IndexSummary()
+            if summary.cancelled:  # files part-embedded when it stopped are not done
+                done = summary.added + summary.updated + summary.moved
+                self._update(lambda s: replace(s, files_done=float(min(done, s.files_total))))
             self._finish("cancelled" if summary.cancelled else "done", summary=summary.to_dict())
             return summary
         finally:

@@ -14,10 +14,14 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import ToolAnnotations
 from pydantic import ConfigDict, model_validator
 
+from vaultsearch.server.activity import ActivityLog
+from vaultsearch.server.controltools import DESCRIPTIONS as CONTROL
+from vaultsearch.server.controltools import ControlTools
 from vaultsearch.server.tools import VaultTools
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 REINDEX = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
+CHANGES = {"reindex", "cancel_index", "reload_config"}
 
 
 def strict(tool: Tool) -> Tool:
@@ -64,22 +68,21 @@ page at a time (pass next_cursor back as cursor). Use it to see what exists, e.g
 notes in a folder; use search to find content.""",
     "list_tags": """All tags with note counts, most used first. A hierarchical tag counts toward
 its parents (notes tagged project/alpha count for project), as the tags filters match.""",
-    "index_status": """The state of the search index: counts, embedding model, last update,
-files that failed to index and why, and whether an update is running. Check it when results
-look incomplete.""",
-    "reindex": """Update the index from the files now, in the background: incremental, or
-full=true to re-parse every note and rebuild every index (unchanged text keeps its cached
-embedding). Rarely needed: the server watches the vault. A call while a run is going says
-so and starts nothing; one more run follows the current one.""",
 }
 
 
-def build_tools(tools: VaultTools) -> list[Tool]:
+def build_tools(tools: VaultTools, activity: ActivityLog | None = None) -> list[Tool]:
     out = []
-    for name, text in DESCRIPTIONS.items():
-        annotations = REINDEX if name == "reindex" else READ_ONLY
-        fn = getattr(tools, name)
-        description = " ".join(text.split())
-        tool = Tool.from_function(fn, name=name, description=description, annotations=annotations)
-        out.append(strict(tool))
+    control = ControlTools(tools.vault, tools.live, tools.watching, activity)
+    for owner, described in ((tools, DESCRIPTIONS), (control, CONTROL)):
+        for name, text in described.items():
+            annotations = REINDEX if name in CHANGES else READ_ONLY
+            fn = getattr(owner, name)
+            description = " ".join(text.split())
+            tool = Tool.from_function(
+                fn, name=name, description=description, annotations=annotations
+            )
+            if owner is control:
+                tool.fn_metadata.output_schema = None  # structured content, no schema to list
+            out.append(strict(tool))
     return out

@@ -11,11 +11,9 @@ import json
 
 from vaultsearch.models import mark
 from vaultsearch.server.schemas import (
-    IndexStatus,
     NoteList,
     NoteRef,
     NoteText,
-    ReindexResult,
     RelatedResult,
     SearchResult,
     TagList,
@@ -105,23 +103,3 @@ def list_tags(r: TagList) -> str:
     return _lines(
         f"{len(r.tags)} of {r.total} tags (notes with the tag or a tag below it)", r.message, *rows
     )
-
-
-def index_status(r: IndexStatus) -> str:
-    if not r.index_exists:
-        head = f"no index yet for {r.vault}"
-    else:
-        head = (
-            f"{r.notes} notes, {r.chunks} chunks, {r.links} links "
-            f"({r.unresolved_links} unresolved); model {r.model}, spec {r.spec_version}, "
-            f"last indexed {r.last_indexed}"
-        )
-    state = f"role {r.role}, {'indexing now' if r.indexing else 'idle'}, {r.runs} runs"
-    state += ", watching for changes" if r.watching else ", not watching"
-    failed = [f"failed {f.path}: {f.reason}" for f in r.failed[:_MAX_REFS]]
-    error = f"last error: {r.last_error}" if r.last_error else None
-    return _lines(head, state, error, r.message, *failed)
-
-
-def reindex(r: ReindexResult) -> str:
-    return r.message or ("started" if r.started else "already running")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -33,13 +34,16 @@ from vaultsearch.errors import (
 )
 from vaultsearch.indexing.overview import file_counts
 from vaultsearch.indexing.runner import IndexRunner, RunKind, RunSnapshot
+from vaultsearch.models import Hit
 from vaultsearch.reload import flat_config, rebuild_keys
-from vaultsearch.search.answer import extractive_answer
+from vaultsearch.search.extractive import Answer, extractive_answer
 from vaultsearch.server.activity import Activity, ActivityLog, follow_runs
+from vaultsearch.server.chatanswer import AnswerEndpointError, chat_answer
 from vaultsearch.server.openapi import openapi_spec
 from vaultsearch.store.manifest import SPEC_VERSION, read_manifest
 from vaultsearch.vault import Vault
 
+log = logging.getLogger("vaultsearch.rest")
 KEEPALIVE_SECONDS = 15.0
 FILTER_KEYS = ("tags", "folders", "after", "before", "where", "mode", "min_score")
 Handler = Callable[[Request], Awaitable[Response]]
@@ -96,10 +100,13 @@ def _guarded(handler: Handler, changes: bool = False) -> Handler:
             return error(str(exc), 409)
         except IndexMissingError as exc:
             return error(str(exc), 409)
-        except (QueryError, ValueError) as exc:
+        except QueryError as exc:
             return error(str(exc), 400)
         except VaultsearchError as exc:
             return error(str(exc), 500)
+        except Exception as exc:  # a bug: still one JSON sentence, and the trace in the log
+            log.exception("REST %s %s failed", request.method, request.url.path)
+            return error(f"The server failed ({type(exc).__name__}: {exc}); see its log.", 500)
 
     return wrapped
 
@@ -138,7 +145,9 @@ def status(ctx: ControlContext) -> dict[str, Any]:
         state = "cancelling"
     elif vault.layout.current() is None:
         state = "no_index"
-    else:
+    elif counts.pending:
+        state = "needs_update"
+    else:  # nothing to read: the full check is cheap now, and sees changed settings
         state = "up_to_date" if vault.check().status == "current" else "needs_update"
     out["state"] = state
     out["files"] = counts.to_dict()
@@ -161,12 +170,12 @@ def status(ctx: ControlContext) -> dict[str, Any]:
 def schema_status(vault: Vault) -> dict[str, Any]:
     current = vault.layout.current()
     manifest = read_manifest(current.root) if current is not None else None
-    check = vault.check()
+    rebuild = vault.manager().rebuild_check()
     out: dict[str, Any] = {"spec_version": SPEC_VERSION}
     if manifest and isinstance(manifest.get("spec_version"), int):
         out["index_spec_version"] = manifest["spec_version"]
-    out["needs_rebuild"] = check.status == "rebuild"
-    out["reasons"] = check.reasons if check.status == "rebuild" else []
+    out["needs_rebuild"] = rebuild is not None
+    out["reasons"] = rebuild.reasons if rebuild is not None else []
     return out
 
 
@@ -207,13 +216,24 @@ def query_documents(ctx: ControlContext, body: dict[str, Any]) -> dict[str, Any]
         explain=True,
         min_score=min_score,
     )
-    answer = extractive_answer(query, hits)
+    answer = _answer(ctx, query, hits)
     ctx.activity.add("search", f"{query!r}: {len(hits)} hits")
     return {
         "hits": [h.to_dict() for h in hits],
         "answer": answer.text,
         "citations": [c.to_dict() for c in answer.citations],
     }
+
+
+def _answer(ctx: ControlContext, query: str, hits: list[Hit]) -> Answer:
+    """The configured endpoint's answer, or the extractive one (also when it fails)."""
+    config = ctx.vault.config.answer
+    if config.endpoint and hits:
+        try:
+            return chat_answer(config, query, hits)
+        except AnswerEndpointError as exc:
+            ctx.activity.add("answer_failed", f"{exc} Answered extractively.")
+    return extractive_answer(query, hits)
 
 
 # --- routes ------------------------------------------------------------------------------

@@ -22,14 +22,11 @@ from vaultsearch.errors import IndexMissingError, QueryError, VaultsearchError
 from vaultsearch.search.confidence import weak_answer
 from vaultsearch.server import render
 from vaultsearch.server.schemas import (
-    FailedFile,
-    IndexStatus,
     LinkedNote,
     NoteEntry,
     NoteList,
     NoteRef,
     NoteText,
-    ReindexResult,
     RelatedResult,
     SearchHit,
     SearchResult,
@@ -255,52 +252,3 @@ class VaultTools:
                 message=None if indexed else "No index exists yet; tags are known after it.",
             )
             return reply(result, render.list_tags)
-
-    def index_status(self) -> Annotated[CallToolResult, IndexStatus]:
-        with agent_errors():
-            try:
-                st, exists = self.vault.status(), True
-            except IndexMissingError:
-                st, exists = {}, False
-            fields = set(IndexStatus.model_fields) - {"failed", "message", "vault", "index_dir"}
-            live = self.live.state.to_dict()
-            if live.get("last_error") is None and st.get("write_error"):
-                live["last_error"] = st["write_error"]
-            result = IndexStatus(
-                **{k: v for k, v in st.items() if k in fields and v is not None},
-                **{k: v for k, v in live.items() if k in fields},
-                index_exists=exists,
-                vault=str(self.vault.root),
-                index_dir=str(self.vault.index_dir),
-                failed=[FailedFile(path=p, reason=r) for p, r in st.get("failed", {}).items()],
-                watching=self.watching(),
-                message=self.index_state()[2],
-            )
-            return reply(result, render.index_status)
-
-    def reindex(
-        self,
-        full: Annotated[bool, Field(description="Re-parse notes, rebuild indexes.")] = False,
-    ) -> Annotated[CallToolResult, ReindexResult]:
-        from vaultsearch.vault import write_error
-
-        cannot = write_error(self.vault.index_dir)
-        started = cannot is None and self.live.request(full)
-        role = self.live.state.role
-        kind = "a full rebuild" if full else "an incremental update"
-        if cannot is not None:
-            msg = f"Not started: {cannot}; index into a folder you can write with --index-dir."
-        elif role == "reader":
-            msg = "Another vaultsearch process writes this index and keeps it current; queued."
-        elif started:
-            msg = f"Started {kind} in the background; index_status shows when it is done."
-        else:
-            msg = "A run is already going; one more will follow it, so none was started now."
-        result = ReindexResult(
-            started=started and role != "reader",
-            already_running=not started and cannot is None,
-            full=full,
-            role=role,
-            message=msg,
-        )
-        return reply(result, render.reindex)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from vaultsearch.models import Hit
-from vaultsearch.search.answer import Citation, extractive_answer, sentences
+from vaultsearch.search.extractive import Citation, extractive_answer, sentences
 
 
 def _hit(path: str, snippet: str, start: int = 1, end: int = 5) -> Hit:
