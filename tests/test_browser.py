@@ -124,3 +124,22 @@ def test_update_rebuild_cancel_and_search_in_chromium(tmp_path: Path) -> None:
         assert snippet.find_elements("css selector", "img") == []
         assert driver.title == title != "pwned"
         assert first.find_elements("css selector", "details.explain pre")
+
+
+def test_beyond_loopback_the_page_works_with_the_token_in_its_address(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bound to every address (only 127.0.0.1 is used): the page loads without the token
+    but its data needs it; opened once as URL#token=..., it sends it and polls."""
+    monkeypatch.setenv("VAULTSEARCH_MCP_TOKEN", "page-s3cret")
+    root = write_files(tmp_path / "vault", {"A.md": "# A\n\nalpha\n"})
+    with served(root, tmp_path / "index", "--host", "0.0.0.0") as url, chromium() as driver:
+        driver.get(url)
+        wait_for(driver, lambda d: "#token=" in text(d, "message"), "how to give the token")
+        assert text(driver, "state") == "…"  # nothing read without the token
+        driver.get(url + "#token=page-s3cret")
+        driver.refresh()  # a fragment change alone does not reload the page
+        wait_for(driver, lambda d: text(d, "state") == "No Index", "the state with the token")
+        assert text(driver, "files-total") == "1"
+        assert text(driver, "connection") == "polling"
+        assert "token" not in driver.current_url  # taken out of the address bar

@@ -43,6 +43,11 @@ async function api(path, body) {
   } catch (_) {
     data = { error: `${path} answered ${response.status} without JSON.` };
   }
+  if (response.status === 401) {
+    data.error =
+      "This server wants its token: open the page once as " +
+      `${location.origin}/#token=<token> (VAULTSEARCH_MCP_TOKEN, or the one it printed).`;
+  }
   if (!response.ok) {
     const error = new Error(data.error || data.message || `${path} answered ${response.status}.`);
     error.status = response.status;
@@ -98,9 +103,10 @@ function renderProgress(p) {
   if (p.chunks_total !== undefined) parts.push(`chunks ${p.chunks_done || 0}/${p.chunks_total}`);
   $("progress-text").textContent = parts.join(" · ");
   $("current-file").textContent = p.current_file || "";
-  if (p.state === "failed" && p.error) say(p.error, true);
   renderState();
   if (before.state !== p.state && !running(p)) {
+    if (p.state === "failed") say(p.error || "the run failed", true);
+    else if (p.kind) say(`${p.kind} ${p.state}`);
     refreshStatus();
     refreshActivity();
   }
