@@ -195,7 +195,7 @@ def test_mcp_tools_open_list_and_stop_a_manager(tmp_path: Path) -> None:
                 os.kill(pid, signal.SIGTERM)
 
 
-def test_mcp_over_http_serves_the_same_page(tmp_path: Path) -> None:
+def test_mcp_over_http_serves_the_same_page_and_is_the_vaults_manager(tmp_path: Path) -> None:
     from tests.test_mcp_http import free_port, wait_listening
 
     root = write_files(tmp_path / "vault", FILES)
@@ -209,9 +209,17 @@ def test_mcp_over_http_serves_the_same_page(tmp_path: Path) -> None:
             assert r.headers["content-type"].startswith("text/html")
             assert b"Index Manager" in r.read()
         assert get_json(f"http://127.0.0.1:{port}/health") == {"status": "ok"}
+        found = subprocess.run(  # it is the vault's manager: serve finds it
+            [sys.executable, "-m", "vaultsearch.cli", "serve", str(root), "--index-dir",
+             str(tmp_path / "index"), "--no-open"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert found.returncode == 0, found.stderr
+        assert found.stdout.strip().endswith(f"http://127.0.0.1:{port}/")
     finally:
         code, err = terminate(proc)
     assert code == 0 and "Traceback" not in err
+    assert managers.list_running() == []
 
 
 def test_an_open_event_stream_does_not_hold_the_server_at_exit(tmp_path: Path) -> None:

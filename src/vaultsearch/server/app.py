@@ -22,6 +22,7 @@ from mcp.types import Resource
 from vaultsearch import __version__
 from vaultsearch.errors import VaultsearchError
 from vaultsearch.indexing.live import LiveIndex
+from vaultsearch.server import managers
 from vaultsearch.server.calllog import CallLog
 from vaultsearch.server.http import TOKEN_ENV, security_settings, server_token
 from vaultsearch.server.jsonrpc import valid_params
@@ -231,11 +232,19 @@ async def _serve_http(
         app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE
     )
     uv = uvicorn.Server(config)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(_start_later, background)
-        tg.start_soon(app.follow, uv)
-        await uv.serve()
-        tg.cancel_scope.cancel()
+    vault = server.vault_tools.vault
+    claim = managers.claim_listening(vault.root, vault.index_dir, host, port)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_start_later, background)
+            tg.start_soon(app.follow, uv)
+            if claim is not None:  # the vault's Index Manager, unless a serve already is
+                tg.start_soon(claim.publish_when_started, uv)
+            await uv.serve()
+            tg.cancel_scope.cancel()
+    finally:
+        if claim is not None:
+            claim.release()
 
 
 def _check_port(host: str, port: int) -> None:

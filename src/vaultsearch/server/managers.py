@@ -27,6 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+import anyio
+
 from vaultsearch.errors import VaultsearchError
 
 FIRST_PORT = 3456
@@ -150,11 +152,20 @@ class Claim:
     """This process is the vault's manager while it holds the claim: the lock, the
     records, and the listening socket bound before anyone is told about it."""
 
-    def __init__(self, index_dir: Path, lock: IO[str], sock: socket.socket, record: ManagerRecord):
+    def __init__(
+        self, index_dir: Path, lock: IO[str], sock: socket.socket | None, record: ManagerRecord
+    ) -> None:
         self.index_dir = index_dir
         self._lock = lock
         self.socket = sock
         self.record = record
+
+    async def publish_when_started(self, server: Any) -> None:
+        """Publish the records once ``server`` (a ``uvicorn.Server``) answers, so no
+        one finds a manager that cannot be reached yet."""
+        while not server.started:
+            await anyio.sleep(0.05)
+        self.publish()
 
     def publish(self) -> None:
         data = json.dumps(self.record.to_dict(), indent=2)
@@ -172,6 +183,33 @@ class Claim:
 def claim(vault: Path, index_dir: Path, host: str, port: int | None) -> Claim | None:
     """Become this index's manager, listening on ``port`` or the first free one from
     3456 up; None when another process already is."""
+    lock = _take_lock(index_dir)
+    if lock is None:
+        return None
+    try:
+        sock = bind(host, port)
+    except BaseException:
+        lock.close()
+        raise
+    return Claim(index_dir, lock, sock, _record(vault, index_dir, host, sock.getsockname()[1]))
+
+
+def claim_listening(vault: Path, index_dir: Path, host: str, port: int) -> Claim | None:
+    """Become this index's manager on a port another server binds (``mcp --http``);
+    None when another process already is, or the lock cannot be written (it then
+    serves its page without being the one ``serve`` finds)."""
+    try:
+        lock = _take_lock(index_dir)
+    except VaultsearchError:
+        return None
+    return (
+        None
+        if lock is None
+        else Claim(index_dir, lock, None, _record(vault, index_dir, host, port))
+    )
+
+
+def _take_lock(index_dir: Path) -> IO[str] | None:
     lock = _open_lock(index_dir)
     if lock is None:
         raise VaultsearchError(
@@ -181,22 +219,19 @@ def claim(vault: Path, index_dir: Path, host: str, port: int | None) -> Claim | 
     if not _try_lock(lock):
         lock.close()
         return None
-    try:
-        sock = bind(host, port)
-    except BaseException:
-        lock.close()
-        raise
-    actual = int(sock.getsockname()[1])
-    record = ManagerRecord(
+    return lock
+
+
+def _record(vault: Path, index_dir: Path, host: str, port: int) -> ManagerRecord:
+    return ManagerRecord(
         vault=str(vault),
         index_dir=str(index_dir),
         pid=os.getpid(),
         host=host,
-        port=actual,
-        url=url_for(host, actual),
+        port=int(port),
+        url=url_for(host, int(port)),
         started=datetime.now(UTC).isoformat(timespec="seconds"),
     )
-    return Claim(index_dir, lock, sock, record)
 
 
 def bind(host: str, port: int | None) -> socket.socket:

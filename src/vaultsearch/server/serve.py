@@ -73,16 +73,14 @@ async def _serve(app: EndStreamsOnExit, claim: managers.Claim, open_browser: boo
     async with anyio.create_task_group() as tg:
 
         async def announce() -> None:
-            while not server.started:
-                await anyio.sleep(0.05)
-            claim.publish()
+            await claim.publish_when_started(server)
             print(f"Index Manager for {claim.record.vault}: {claim.record.url}", flush=True)
             if open_browser:
                 await anyio.to_thread.run_sync(open_in_browser, claim.record.url)
 
         tg.start_soon(announce)
         tg.start_soon(app.follow, server)
-        await server.serve(sockets=[claim.socket])
+        await server.serve(sockets=[claim.socket] if claim.socket else None)
         tg.cancel_scope.cancel()
 
 
