@@ -289,6 +289,17 @@ def _common(p: argparse.ArgumentParser, vault_positional: bool = True) -> None:
     )
 
 
+def _http_host(p: argparse.ArgumentParser) -> None:
+    """Where an HTTP server listens and which other names clients may call it by."""
+    p.add_argument("--host", default="127.0.0.1", help="HTTP host (default: 127.0.0.1)")
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="NAME",
+        help="another Host name HTTP clients may use, e.g. behind a proxy (repeatable)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vaultsearch", description="Local hybrid search over a folder of Markdown notes."
@@ -361,27 +372,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("mcp", help="serve the vault to agents over MCP (stdio by default)")
     _common(p)
     p.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
-    p.add_argument("--host", default="127.0.0.1", help="HTTP host (default: 127.0.0.1)")
+    _http_host(p)
     p.add_argument("--port", type=int, default=8765, help="HTTP port (default: 8765)")
-    p.add_argument(
-        "--allow-host",
-        action="append",
-        metavar="NAME",
-        help="another Host name HTTP clients may use, e.g. behind a proxy (repeatable)",
-    )
     p.add_argument("--no-watch", action="store_true", help="do not watch the vault for changes")
     p.set_defaults(handler=cmd_mcp)
 
     p = sub.add_parser("serve", help="the Index Manager web page and REST API of a vault")
     _common(p)
-    p.add_argument("--host", default="127.0.0.1", help="HTTP host (default: 127.0.0.1)")
+    _http_host(p)
     p.add_argument("--port", type=int, help="HTTP port (default: the first free from 3456)")
-    p.add_argument(
-        "--allow-host",
-        action="append",
-        metavar="NAME",
-        help="another Host name browsers may use, e.g. behind a proxy (repeatable)",
-    )
     p.add_argument("--no-open", action="store_true", help="do not open the page in a browser")
     p.set_defaults(handler=cmd_serve)
 
