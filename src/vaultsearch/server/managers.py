@@ -19,7 +19,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from dataclasses import asdict, dataclass
@@ -30,6 +29,7 @@ from typing import IO, Any
 import anyio
 
 from vaultsearch.errors import VaultsearchError
+from vaultsearch.store.atomic import atomic_write_json
 
 FIRST_PORT = 3456
 PORT_TRIES = 100
@@ -168,10 +168,9 @@ class Claim:
         self.publish()
 
     def publish(self) -> None:
-        data = json.dumps(self.record.to_dict(), indent=2)
-        _write_atomic(self.index_dir / RECORD, data)
+        atomic_write_json(self.index_dir / RECORD, self.record.to_dict())
         with contextlib.suppress(OSError):
-            _write_atomic(_user_record(self.index_dir), data)
+            atomic_write_json(_user_record(self.index_dir), self.record.to_dict())
 
     def release(self) -> None:
         for path in (self.index_dir / RECORD, _user_record(self.index_dir)):
@@ -272,18 +271,6 @@ def _try_lock(lock: IO[str]) -> bool:
     except BlockingIOError:
         return False
     return True
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # --- from another process (the MCP tools) -----------------------------------------
