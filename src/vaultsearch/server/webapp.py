@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mcp.server.transport_security import TransportSecurityMiddleware
 from starlette.applications import Starlette
@@ -30,6 +30,7 @@ ASSETS = {
     "app.css": "text/css; charset=utf-8",
 }
 MCP_PATH = "/mcp"
+_NO_CACHE = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
 SHUTDOWN_GRACE = 5
 """Seconds a stopping server waits for responses under way (event streams are ended
 at once: see ``streams``)."""
@@ -48,9 +49,6 @@ async def asset(request: Request) -> Response:
     if name not in ASSETS:
         return JSONResponse({"error": f"There is no asset {name!r}."}, status_code=404)
     return Response(_asset(name), media_type=ASSETS[name], headers=_NO_CACHE)
-
-
-_NO_CACHE = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
 
 
 def page_routes() -> list[BaseRoute]:
@@ -126,7 +124,6 @@ def assemble(
     token: str | None = None,
     allow_hosts: Iterable[str] = (),
     mcp_app: Starlette | None = None,
-    lifespan: Any = None,
 ) -> EndStreamsOnExit:
     """The page and the REST routes, inside ``mcp_app`` when given (its lifespan runs
     the MCP session manager), else in a Starlette app of their own."""
@@ -135,7 +132,7 @@ def assemble(
         mcp_app.router.routes.extend(routes)
         app: ASGIApp = mcp_app
     else:
-        app = Starlette(routes=routes, lifespan=lifespan)
+        app = Starlette(routes=routes)
     app = RequestGuard(app, bind, allow_hosts)
     if token is not None:
         app = TokenGate(app, token)
