@@ -181,7 +181,7 @@ def test_mcp_tools_open_list_and_stop_a_manager(tmp_path: Path) -> None:
             assert {k: entries[0][k] for k in ("vault", "url", "pid")} == {
                 "vault": str(root), "url": url, "pid": opened["pid"],
             }  # fmt: skip
-            stopped = text(await c.call_tool("stop_index_manager", {}))
+            stopped = text(await c.call_tool("stop_index_manager", {"url": url.rstrip("/")}))
             assert stopped == {"stopped": True, "url": url}
             nothing = text(await c.call_tool("stop_index_manager", {}))
             assert nothing["stopped"] is False and "no Index Manager" in str(nothing["reason"])

@@ -65,11 +65,11 @@ class ManagerTools:
     async def stop_index_manager(
         self,
         url: Annotated[
-            str | None, Field(description="A URL from list_index_managers; default: this vault's.")
-        ] = None,
+            str, Field(description="A URL from list_index_managers; default: this vault's.")
+        ] = "",
     ) -> str:
         def target() -> managers.ManagerRecord | None:
-            if url is None:
+            if not url:
                 return managers.find(self.vault.index_dir, wait=0)
             wanted = url.rstrip("/") + "/"
             return next((r for r in managers.list_running() if r.url == wanted), None)
