@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import SHARED, require, write_section
 from vaultsearch import Vault
 from vaultsearch.indexing.runner import LOG_NAME, progress_log
+from vaultsearch.store.catalog import Catalog
 from vaultsearch.store.embedcache import CACHE_ENV
 
 POLL = 0.02
@@ -106,11 +107,17 @@ def main() -> None:
         with Vault.open(vault_dir, index_dir=index_dir) as vault:
             resumed = vault.index()
             final = vault.status()
+            catalog = Catalog(vault.layout.live.catalog, readonly=True)
+            try:  # chunks with the same text share one embedding
+                row = catalog.db.execute("SELECT COUNT(DISTINCT embed_hash) FROM chunks")
+                distinct = int(row.fetchone()[0])
+            finally:
+                catalog.close()
         resume_s = time.perf_counter() - t0
     load_after = os.getloadavg()
 
     total_chunks = final["chunks"]
-    twice = first["chunks_done"] + resumed.chunks_embedded - total_chunks
+    twice = first["chunks_done"] + resumed.chunks_embedded - distinct
     at = measured["at_cancel"]
     body = f"""
 Vault: `vaultofknowledge` ({stopped["files"]["total"]} files), a private copy with no index and an
@@ -127,14 +134,15 @@ build itself ran slower than on an idle one.
 | for the client: `cancel_index` called to `index_status` showing `cancelled` | **{measured["stop_s"]:.2f} s** |
 | committed by the cancelled build | {stopped.get("notes", 0)} notes searchable, {first["chunks_done"]} chunks embedded, {stopped["pending_changes"]} files pending |
 | the next run (`vaultsearch index`) | {resume_s:.1f} s: {resumed.added} added, {resumed.chunks_embedded} chunks embedded |
-| finished index | {final["notes"]} notes, {total_chunks} chunks |
+| finished index | {final["notes"]} notes, {total_chunks} chunks, {distinct} distinct chunk texts |
 | chunks embedded twice | {twice} |
 
 The stop waits for the model call under way (at most `embedding.batch_size` = 16 chunks)
 and then commits: the chunks embedded so far, and the catalog and derived indexes of the
 batches of 256 files already finished, published as the live generation. The next run
-embeds only what no run embedded: the cancelled build's {first["chunks_done"]} chunks plus the
-resumed run's {resumed.chunks_embedded} make the {total_chunks} of the index, {twice} more.
+embeds only what no run embedded: the cancelled build's {first["chunks_done"]} embeddings plus the
+resumed run's {resumed.chunks_embedded} make the {distinct} distinct chunk texts of the index
+(chunks with the same text share one embedding), {twice} more.
 """
     write_section("cancel", "Cancelling a first build", body)
 

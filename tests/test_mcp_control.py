@@ -16,19 +16,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from tests.conftest import write_files
 from tests.test_mcp_stdio import data, server_args
-from tests.test_runner import _HOLD_LOCK
-
-
-def _notes(n: int, parts: int) -> dict[str, str | bytes]:
-    """Notes whose every chunk text is distinct, so a first build needs the model."""
-    out: dict[str, str | bytes] = {}
-    for i in range(n):
-        body = "\n\n".join(
-            f"## Part {j} of note {i}\n\n" + f"Owls {i} and rivers {j} talk at night. " * 28
-            for j in range(parts)
-        )
-        out[f"notes/n{i:03}.md"] = f"# Note {i}\n\n{body}"
-    return out
+from tests.test_runner import _HOLD_LOCK, _notes
 
 
 def _params(root: Path, index_dir: Path) -> StdioServerParameters:
@@ -100,9 +88,9 @@ def test_reindex_one_path_and_reload_config(tmp_path: Path, embedder: object) ->
     async def session() -> None:
         async with Client(_params(root, index_dir), read_timeout_seconds=120) as c:
             await _status_until(c, lambda s: s["progress"]["state"] == "done")
-            (root / "notes" / "n000.md").write_text("# Note 0\n\nHerons fish in the reeds.\n")
-            (root / "notes" / "n001.md").write_text("# Note 1\n\nHerons nest in trees.\n")
-            one = await c.call_tool("reindex", {"path": "notes/n000.md"}, progress_callback=_noop)
+            (root / "folder" / "n0.md").write_text("# Note 0\n\nHerons fish in the reeds.\n")
+            (root / "folder" / "n1.md").write_text("# Note 1\n\nHerons nest in trees.\n")
+            one = await c.call_tool("reindex", {"path": "folder/n0.md"}, progress_callback=_noop)
             assert data(one)["summary"]["updated"] == 1  # only the path asked for
             status = data(await c.call_tool("index_status", {}))
             assert status["pending_changes"] == 1

@@ -20,6 +20,7 @@ import pytest
 import uvicorn
 
 from tests.conftest import write_files
+from tests.test_runner import _HOLD_LOCK
 from vaultsearch.config import AnswerConfig, Config
 from vaultsearch.indexing.runner import RunSnapshot
 from vaultsearch.server.activity import ActivityLog
@@ -300,17 +301,6 @@ def test_a_token_is_required_when_one_is_set(served: Served) -> None:
         assert c.get("/health").status_code == 401
         ok = c.get("/health", headers={"Authorization": "Bearer s3cret"})
         assert ok.json() == {"status": "ok"}
-
-
-_HOLD_LOCK = """
-import sys, time
-from pathlib import Path
-from vaultsearch.store.lock import WriterLock
-lock = WriterLock(Path(sys.argv[1]))
-assert lock.acquire()
-print("held", flush=True)
-time.sleep(120)
-"""
 
 
 class _ChatEndpoint(BaseHTTPRequestHandler):

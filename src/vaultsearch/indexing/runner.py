@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from vaultsearch.errors import IndexBusyError
 from vaultsearch.indexing.manager import IndexManager, IndexSummary
+from vaultsearch.listeners import Listeners
 
 log = logging.getLogger("vaultsearch.runner")
 
@@ -96,7 +97,7 @@ class IndexRunner:
         """Held for the whole of a run: the manager is not safe for two at once."""
         self._state_lock = threading.Lock()
         self._snap = RunSnapshot()
-        self._listeners: list[Listener] = []
+        self._listeners: Listeners[Listener] = Listeners()
         self._thread: threading.Thread | None = None
         self._logged_at = 0.0
         self._after_run: list[Callable[[], None]] = []
@@ -108,15 +109,7 @@ class IndexRunner:
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Add a listener; returns the function that removes it."""
-        with self._state_lock:
-            self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            with self._state_lock:
-                if listener in self._listeners:
-                    self._listeners.remove(listener)
-
-        return unsubscribe
+        return self._listeners.add(listener)
 
     # --- running ------------------------------------------------------------------
     def start(self, kind: RunKind = "update", paths: Collection[str] | None = None) -> None:
@@ -260,7 +253,7 @@ class IndexRunner:
         """Change the snapshot in one step (a cancel from another thread is not lost)."""
         with self._state_lock:
             snap = self._snap = change(self._snap)
-            listeners = list(self._listeners)
+        listeners = self._listeners.current()
         self._log(event, snap)
         for listener in listeners:
             try:

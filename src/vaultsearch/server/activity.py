@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from vaultsearch.indexing.runner import IndexRunner, RunSnapshot
+from vaultsearch.listeners import Listeners
 
 KEEP = 500
 FAILED_FILES_SHOWN = 20
@@ -30,15 +31,14 @@ class Activity:
 class ActivityLog:
     def __init__(self, keep: int = KEEP) -> None:
         self._entries: deque[Activity] = deque(maxlen=keep)
-        self._listeners: list[Callable[[Activity], None]] = []
+        self._listeners: Listeners[Callable[[Activity], None]] = Listeners()
         self._lock = threading.Lock()
 
     def add(self, event: str, detail: str = "") -> Activity:
         entry = Activity(datetime.now(UTC).isoformat(timespec="seconds"), event, detail)
         with self._lock:
             self._entries.append(entry)
-            listeners = list(self._listeners)
-        for listener in listeners:
+        for listener in self._listeners.current():
             listener(entry)
         return entry
 
@@ -48,15 +48,7 @@ class ActivityLog:
             return list(reversed(self._entries))[:limit]
 
     def subscribe(self, listener: Callable[[Activity], None]) -> Callable[[], None]:
-        with self._lock:
-            self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            with self._lock:
-                if listener in self._listeners:
-                    self._listeners.remove(listener)
-
-        return unsubscribe
+        return self._listeners.add(listener)
 
 
 def follow_runs(log: ActivityLog, runner: IndexRunner) -> Callable[[], None]:

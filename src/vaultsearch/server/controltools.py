@@ -155,6 +155,9 @@ class ControlTools:
         return answer({"cancelling": True, "progress": snap.to_dict()}, text)
 
     def index_status(self) -> CallToolResult:
+        # the run's state first: once it says done or cancelled, what is read next
+        # already sees the generation that run published
+        snap = self.runner.snapshot()
         with agent_errors():
             try:
                 st: dict[str, Any] = self.vault.status()
@@ -162,7 +165,6 @@ class ControlTools:
                 st = {}
             counts = file_counts(self.vault.manager())
         live = self.live.state
-        snap = self.runner.snapshot()
         last_error = live.last_error or st.get("write_error") or snap.error
         failed = list(counts.failed.items())
         data: dict[str, Any] = {

@@ -136,8 +136,8 @@ def _unknown(body: dict[str, Any], allowed: tuple[str, ...], what: str) -> None:
 def status(ctx: ControlContext) -> dict[str, Any]:
     """The /status body (blocking: it scans the vault's files)."""
     vault = ctx.vault
+    snap = ctx.runner.snapshot()  # first: a finished run's generation is then seen below
     counts = file_counts(vault.manager())
-    snap = ctx.runner.snapshot()
     out: dict[str, Any] = {"vault": str(vault.root)}
     if snap.state == "running":
         state = "updating"
