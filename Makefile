@@ -14,7 +14,7 @@ QUERY     ?= how does vaultsearch decide that a rebuild is needed
 TORCH       ?= torch==2.13.0
 TORCH_INDEX ?=
 
-.PHONY: setup setup-demo demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-reliability-store bench-tune bench-confidence bench-embedding bench-vault-quality bench-code bench-mcp-size bench-sources clean
+.PHONY: setup setup-demo demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-reliability-store bench-tune bench-confidence bench-embedding bench-vault-quality bench-code bench-mcp-size bench-sources browser bench-screenshot clean
 
 setup: $(STAMP)
 
@@ -40,8 +40,17 @@ demo: setup-demo
 index: setup
 	$(BIN)/vaultsearch index docs --index-dir index --config config.toml.example
 
-test: setup check
+test: setup check browser
 	$(BIN)/pytest -q
+
+# The browser test drives the Index Manager in the distribution's headless Chromium: installed
+# here when this runs as root with apt-get; elsewhere the test is skipped and says how.
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver) \
+	  || echo "could not install chromium: the browser test will be skipped"; \
+	else echo "no chromium: the browser test will be skipped (apt-get install chromium chromium-driver)"; fi
 
 check: setup
 	$(BIN)/python scripts/check
@@ -88,6 +97,9 @@ bench-code: setup
 	$(BIN)/python bench/code_search.py
 bench-sources: setup
 	$(BIN)/python bench/sources.py
+bench-screenshot: setup browser
+	$(BIN)/python bench/screenshot.py
+
 bench-cancel: setup
 	$(BIN)/python bench/cancel_index.py
 

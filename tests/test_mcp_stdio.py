@@ -69,6 +69,7 @@ SESSION_TOOLS = {"get_search_results", "list_search_results", "get_template_sche
 SOURCE_TOOLS = {"list_sources", "read_source", "reindex_target"}
 """Covered by test_mcp_sources."""
 CONTROL_TOOLS = {"cancel_index", "reload_config"}
+MANAGER_TOOLS = {"open_index_manager", "list_index_managers", "stop_index_manager"}
 
 
 def make_vault(base: Path, index: bool) -> tuple[Path, Path]:
@@ -119,7 +120,10 @@ def test_a_session_over_stdio(
                 assert c.server_info is not None and c.server_info.name == "vaultsearch"
                 assert c.instructions and "search" in c.instructions
                 tools = {t.name: t for t in (await c.list_tools()).tools}
-                assert set(tools) == TOOLS | SESSION_TOOLS | SOURCE_TOOLS | CONTROL_TOOLS
+                assert (
+                    set(tools)
+                    == TOOLS | SESSION_TOOLS | SOURCE_TOOLS | CONTROL_TOOLS | MANAGER_TOOLS
+                )
                 for t in tools.values():
                     assert t.description and 40 <= len(t.description) <= 250
                     assert t.input_schema["additionalProperties"] is False

@@ -304,6 +304,18 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     )
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from vaultsearch.server.serve import run_serve
+
+    return run_serve(
+        _open(args),
+        host=args.host,
+        port=args.port,
+        open_browser=not args.no_open,
+        allow_hosts=tuple(args.allow_host or ()),
+    )
+
+
 # --- parser -----------------------------------------------------------------------
 def _common(p: argparse.ArgumentParser, vault_positional: bool = True) -> None:
     if vault_positional:
@@ -311,6 +323,17 @@ def _common(p: argparse.ArgumentParser, vault_positional: bool = True) -> None:
     p.add_argument("--index-dir", help="where the index lives (default: <vault>/.vaultsearch)")
     p.add_argument(
         "--config", help="a config.toml (default: $VAULTSEARCH_CONFIG, then the vault's)"
+    )
+
+
+def _http_host(p: argparse.ArgumentParser) -> None:
+    """Where an HTTP server listens and which other names clients may call it by."""
+    p.add_argument("--host", default="127.0.0.1", help="HTTP host (default: 127.0.0.1)")
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="NAME",
+        help="another Host name HTTP clients may use, e.g. behind a proxy (repeatable)",
     )
 
 
@@ -398,14 +421,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("mcp", help="serve the vault to agents over MCP (stdio by default)")
     _common(p)
     p.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
-    p.add_argument("--host", default="127.0.0.1", help="HTTP host (default: 127.0.0.1)")
+    _http_host(p)
     p.add_argument("--port", type=int, default=8765, help="HTTP port (default: 8765)")
-    p.add_argument(
-        "--allow-host",
-        action="append",
-        metavar="NAME",
-        help="another Host name HTTP clients may use, e.g. behind a proxy (repeatable)",
-    )
     p.add_argument("--no-watch", action="store_true", help="do not watch the vault for changes")
     p.add_argument(
         "--allow-writes",
@@ -417,6 +434,12 @@ def build_parser() -> argparse.ArgumentParser:
     from vaultsearch.clibrowse import add_browse_commands
 
     add_browse_commands(sub, _common)
+    p = sub.add_parser("serve", help="the Index Manager web page and REST API of a vault")
+    _common(p)
+    _http_host(p)
+    p.add_argument("--port", type=int, help="HTTP port (default: the first free from 3456)")
+    p.add_argument("--no-open", action="store_true", help="do not open the page in a browser")
+    p.set_defaults(handler=cmd_serve)
 
     return parser
 

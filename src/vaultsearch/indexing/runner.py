@@ -74,7 +74,7 @@ class RunSnapshot:
             "state": self.state,
             "kind": self.kind,
             "percent": self.percent,
-            "files_done": int(self.files_done),
+            "files_done": int(round(self.files_done, 6)),  # shares of 1/3 add up to 0.999…
             "files_total": self.files_total,
             "chunks_done": self.chunks_done,
             "chunks_total": max(self.chunks_total, self.chunks_done),

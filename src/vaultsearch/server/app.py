@@ -23,11 +23,13 @@ from mcp.types import CallToolResult, InputRequiredResult, Resource
 from vaultsearch import __version__
 from vaultsearch.errors import VaultsearchError
 from vaultsearch.indexing.live import LiveIndex
+from vaultsearch.server import managers
 from vaultsearch.server.argerrors import plain
 from vaultsearch.server.calllog import CallLog
 from vaultsearch.server.handshake import INSTRUCTIONS, SERVER_NAME
-from vaultsearch.server.http import TOKEN_ENV, BearerAuth, security_settings, server_token
+from vaultsearch.server.http import TOKEN_ENV, security_settings, server_token
 from vaultsearch.server.jsonrpc import valid_params
+from vaultsearch.server.manager_tools import build_manager_tools
 from vaultsearch.server.pipe import StdioPipe
 from vaultsearch.server.registry import build_tools
 from vaultsearch.server.resources import (
@@ -42,6 +44,7 @@ from vaultsearch.server.toolbox_registry import (
     toolbox_tools,
 )
 from vaultsearch.server.tools import VaultTools
+from vaultsearch.server.webapp import SHUTDOWN_GRACE, assemble, rest_routes
 from vaultsearch.server.wire import StdioWire
 from vaultsearch.vault import Vault
 
@@ -175,7 +178,11 @@ def build_server(
         version=__version__,
         instructions=INSTRUCTIONS,
         log_level="WARNING",
-        tools=[*build_tools(tools), *toolbox_tools(tools, log, writes)],
+        tools=[
+            *build_tools(tools),
+            *toolbox_tools(tools, log, writes),
+            *build_manager_tools(vault),
+        ],
         middleware=[valid_params, log, *([] if writes else [refuse_writes])],
     )
     register_template_resources(server, vault)
@@ -270,16 +277,33 @@ async def _serve_http(
                 flush=True,
             )
     background.log.write(record)
-    app: Any = server.streamable_http_app(
+    mcp_app = server.streamable_http_app(
         transport_security=security_settings(host, allow_hosts), host=host
     )
-    if token is not None:
-        app = BearerAuth(app, token.value)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(_start_later, background)
-        await uvicorn.Server(config).serve()
-        tg.cancel_scope.cancel()
+    app = assemble(
+        rest_routes(server.vault_tools.vault),
+        bind=host,
+        token=token.value if token else None,
+        allow_hosts=allow_hosts,
+        mcp_app=mcp_app,
+    )
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE
+    )
+    uv = uvicorn.Server(config)
+    vault = server.vault_tools.vault
+    claim = managers.claim_listening(vault.root, vault.index_dir, host, port)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_start_later, background)
+            tg.start_soon(app.follow, uv)
+            if claim is not None:  # the vault's Index Manager, unless a serve already is
+                tg.start_soon(claim.publish_when_started, uv)
+            await uv.serve()
+            tg.cancel_scope.cancel()
+    finally:
+        if claim is not None:
+            claim.release()
 
 
 def _check_port(host: str, port: int) -> None:
