@@ -24,6 +24,7 @@ import contextlib
 import statistics
 import sys
 import tempfile
+import zlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
@@ -211,10 +212,25 @@ def graph_table(datasets: Sequence[Dataset], chosen: Trial) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--no-write", action="store_true", help="print, do not update docs")
+    parser.add_argument(
+        "--warm",
+        metavar="I/N",
+        help="only score every N-th trial from the I-th into bench/.cache/tune (run N "
+        "workers side by side, then once without --warm)",
+    )
     args = parser.parse_args()
     config = Config()
     with contextlib.ExitStack() as stack:
         datasets, notes = load(config, stack)
+        if args.warm:
+            i, n = (int(x) for x in args.warm.split("/"))
+            trials = convex_grid(trial_of(config.search)) + rrf_grid(trial_of(config.search))
+            for t in trials:
+                s = t.settings  # one worker per SciFact ranking (graph and depth aside)
+                if zlib.crc32(repr((s.method, s.weights, s.rrf_k, s.normalisation, s.chunk_share, t.boosts)).encode()) % n == i:  # fmt: skip
+                    for d in datasets:
+                        d.scores(t)
+            return
         names = [d.name for d in datasets]
         shipped, before = trial_of(config.search), trial_of(BEFORE)
         cvs = {

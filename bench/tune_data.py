@@ -9,9 +9,16 @@ same lists cut, exactly what a search with that ``search.candidates`` would fuse
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import os
+import pickle
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import vaultsearch
 
 from vaultsearch.evaluation import mrr_at_k, ndcg_at_k, recall_at_k
 from vaultsearch.search.orchestrator import QueryOrchestrator, Retrieved
@@ -23,6 +30,11 @@ K = 400
 """Chunks retrieved per branch and query: the deepest depth any trial reads."""
 FOLDS = 5
 SEED = 11
+
+STORE = Path(__file__).resolve().parent / ".cache" / "tune"
+"""Retrievals and per-query scores on disk, so parallel workers (``tune.py --warm``) and
+re-runs share them; keyed by the code, the configuration, the index's chunk layout and
+the queries, so a stale entry is never read."""
 
 Run = dict[str, list[str]]
 Qrels = Mapping[str, Mapping[str, int]]
@@ -74,6 +86,7 @@ class Dataset:
         default_factory=dict
     )
     _memo: dict[tuple[object, ...], Scores] = field(default_factory=dict)
+    _print: str = ""
 
     @classmethod
     def from_vault(
@@ -84,7 +97,14 @@ class Dataset:
         orch = vault.orchestrator
         snap = orch.snapshot()
         ids = [q for q in queries if qrels.get(q)]
-        retrieved = {q: orch.retrieve(snap, parse_query(queries[q]), "hybrid", K) for q in ids}
+        layout = sorted((c, snap.notes[n].path) for c, n in snap.note_of_chunk.items())
+        key = _digest(_code(), repr(orch.config), layout, [(q, queries[q]) for q in ids], K)
+        cached = STORE / f"retrieved-{key}.pkl"
+        if cached.is_file():
+            retrieved = pickle.loads(cached.read_bytes())
+        else:
+            retrieved = {q: orch.retrieve(snap, parse_query(queries[q]), "hybrid", K) for q in ids}
+            _store(cached, retrieved)
         mapping = doc_of if doc_of is not None else {p: p for p in snap.note_by_path}
         folds = dict(fold) if fold is not None else seeded_folds(ids)
         return cls(
@@ -144,8 +164,19 @@ class Dataset:
             s.chunk_share, graph, s.graph_top, s.recency_tiers, self.depth(trial), trial.boosts,
         )  # fmt: skip
         if key not in self._memo:
-            self._memo[key] = score_run(self.run(trial), self.qrels, self.ids)
+            disk = STORE / f"scores-{_digest(self._fingerprint(), key)}.pkl"
+            if disk.is_file():
+                self._memo[key] = pickle.loads(disk.read_bytes())
+            else:
+                self._memo[key] = score_run(self.run(trial), self.qrels, self.ids)
+                _store(disk, self._memo[key])
         return self._memo[key]
+
+    def _fingerprint(self) -> str:
+        if not self._print:
+            qrels = sorted((q, sorted(self.qrels[q].items())) for q in self.ids)
+            self._print = _digest(_code(), self.retrieved, qrels, self.top_k, self.doc_of)
+        return self._print
 
 
 def score_run(run: Run, qrels: Qrels, ids: Sequence[str]) -> Scores:
@@ -161,3 +192,21 @@ def seeded_folds(ids: Sequence[str], k: int = FOLDS) -> dict[str, int]:
     shuffled = sorted(ids)
     random.Random(SEED).shuffle(shuffled)
     return {q: i % k for i, q in enumerate(shuffled)}
+
+
+@functools.cache
+def _code() -> str:
+    """The ranking code as it is now: a cached result of other code is not reused."""
+    root = Path(vaultsearch.__file__).parent
+    return _digest(*[(p.name, p.read_bytes()) for p in sorted(root.rglob("*.py"))])
+
+
+def _digest(*parts: object) -> str:
+    return hashlib.sha256(pickle.dumps(parts, protocol=5)).hexdigest()[:24]
+
+
+def _store(path: Path, value: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_bytes(pickle.dumps(value, protocol=5))
+    tmp.replace(path)
