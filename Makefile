@@ -14,7 +14,7 @@ QUERY     ?= how does vaultsearch decide that a rebuild is needed
 TORCH       ?= torch==2.13.0
 TORCH_INDEX ?=
 
-.PHONY: setup setup-demo demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-reliability-store bench-tune bench-confidence bench-embedding bench-vault-quality bench-code bench-mcp-size bench-sources browser bench-screenshot clean
+.PHONY: setup setup-demo demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-reliability-store bench-tune bench-confidence bench-embedding bench-vault-quality bench-code bench-mcp-size bench-sources browser bench-screenshot bench-prefix bench-chunking clean
 
 setup: $(STAMP)
 
@@ -84,6 +84,12 @@ bench-reliability: setup
 bench-tune: setup
 	$(BIN)/python bench/tune.py
 
+bench-prefix: setup
+	$(BIN)/python bench/prefix_check.py
+
+bench-chunking: setup
+	$(BIN)/python bench/chunking_check.py
+
 bench-embedding: setup
 	$(BIN)/python bench/embedding_runtime.py
 
@@ -106,6 +112,6 @@ bench-cancel: setup
 clean:
 	rm -rf $(VENV) $(DEMO_VENV) .pytest_cache .mypy_cache .ruff_cache
 
-.PHONY: bench-toolbox
+.PHONY: bench-toolbox bench-cancel
 bench-toolbox: setup
 	$(BIN)/python bench/toolbox.py

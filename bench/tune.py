@@ -1,282 +1,311 @@
-"""How the ranking defaults were chosen: 5-fold cross-validation through the real pipeline.
+"""How the ranking defaults were chosen: joint 5-fold cross-validation through the real
+pipeline, on SciFact train and the project's judged vault queries together.
 
-Each query's branch results are retrieved once by the orchestrator (``retrieve``);
-every setting is then scored by re-fusing them with ``QueryOrchestrator.rank``, the
-function every search runs (graph boost and recency included), so what is tuned is
-what ships. Settings are picked on four folds and reported on the fifth: a gain that
-shows only on the data it was picked on is not a gain.
+Each query's branch results are retrieved once by the orchestrator; every trial is then
+scored by re-fusing them with ``QueryOrchestrator.rank`` (``tune_data``), graph boost and
+recency included, so what is tuned is what ships. Each fold's trial is the one with the
+best mean over the datasets of their training-fold nDCG@10, reported on the held-out fold
+of every dataset (``tune_cv``): one configuration for both kinds of data, and a gain
+that shows only on the data it was picked on is not a gain. The held-out gain over the
+shipped default is tested per query (paired bootstrap, sign test).
 
 In the same run each branch is set against its plain counterpart: keyword against a
 default Tantivy English-stemmed BM25 over title + text (one document per note), and
 semantic (notes scored by their best chunk) against one vector per whole note.
 
-More judged data (e.g. the hand-judged vault queries) joins with one call:
-``datasets.append(Dataset.from_vault(name, vault, queries, qrels))``.
-
-Run: `make bench-tune` (needs the index that `make bench-quality` builds and caches).
+Run: `make bench-tune` (needs the SciFact index that `make bench-quality` builds and
+caches; the judged vaults are indexed on first use and cached in bench/.cache/).
 """
 
 from __future__ import annotations
 
 import argparse
-import random
+import contextlib
 import statistics
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+import zlib
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import CACHE, SHARED, require, write_section
+from judged_set import VAULTS, fold_of, load_judged
+from plain_baselines import PlainNote, read_notes
+from tune_baselines import baseline_rows
+from tune_cv import CVResult, cross_validate, paired_bootstrap, sign_test
+from tune_data import FOLDS, SEED, Dataset, Trial
+from vault_quality import judged_vault
 from vaultsearch.beir import prepare_vault
-from vaultsearch.config import Config
-from vaultsearch.evaluation import (
-    load_corpus,
-    load_qrels,
-    load_queries,
-    ndcg_at_k,
-    recall_at_k,
-)
-from vaultsearch.search.orchestrator import QueryOrchestrator, Retrieved
-from vaultsearch.search.query import parse_query
+from vaultsearch.config import Config, SearchConfig
+from vaultsearch.evaluation import load_corpus, load_qrels, load_queries
 from vaultsearch.search.ranking import FusionSettings
-from vaultsearch.vault import Vault
 
-K = 400  # candidates per branch, as the orchestrator takes for top_k = 100
-FOLDS = 5
-SEED = 11
-
-Run = dict[str, list[str]]
-Qrels = Mapping[str, Mapping[str, int]]
-
-
-@dataclass
-class Dataset:
-    """Judged queries over one indexed vault, with each query's branch results cached."""
-
-    name: str
-    orchestrator: QueryOrchestrator
-    doc_of: Mapping[str, str]
-    """Note path -> judged document id."""
-    queries: dict[str, str]
-    qrels: Qrels
-    retrieved: dict[str, Retrieved]
-
-    @classmethod
-    def from_vault(
-        cls, name: str, vault: Vault, queries: Mapping[str, str], qrels: Qrels,
-        doc_of: Mapping[str, str] | None = None,
-    ) -> Dataset:  # fmt: skip
-        orch = vault.orchestrator
-        snap = orch.snapshot()
-        ids = [q for q in queries if qrels.get(q)]
-        retrieved = {q: orch.retrieve(snap, parse_query(queries[q]), "hybrid", K) for q in ids}
-        mapping = doc_of if doc_of is not None else {p: p for p in snap.note_by_path}
-        return cls(name, orch, mapping, {q: queries[q] for q in ids}, qrels, retrieved)
-
-    def run(self, settings: FusionSettings, branches: Sequence[str] | None = None) -> Run:
-        orch, snap = self.orchestrator, self.orchestrator.snapshot()
-        out: Run = {}
-        for qid, r in self.retrieved.items():
-            if branches is not None:
-                r = replace(r, branches={b: r.branches.get(b, []) for b in branches})
-            mode = "hybrid" if branches is None or len(branches) == 2 else branches[0]
-            ranked = orch.rank(snap, r, mode, settings=settings)[:100]
-            out[qid] = [self.doc_of.get(snap.notes[c.note_id].path, "") for c in ranked]
-        return out
+BEFORE = SearchConfig(
+    fusion="convex", normalisation="tm2c2", chunk_share=0.0, keyword_weight=1.0,
+    semantic_weight=1.5, candidates=100, graph_share=0.1,
+)  # fmt: skip
+"""The defaults before the vault queries joined the tuning (commit fc7370a)."""
+SCIFACT = "SciFact train"
 
 
-def per_query(run: Run, qrels: Qrels, ids: Iterable[str]) -> tuple[list[float], list[float]]:
-    ids = list(ids)
-    return (
-        [ndcg_at_k(run.get(q, []), qrels[q], 10) for q in ids],
-        [recall_at_k(run.get(q, []), qrels[q], 100) for q in ids],
-    )
+def trial_of(s: SearchConfig) -> Trial:
+    return Trial(FusionSettings.from_config(s, "hybrid"), s.candidates)
 
 
-def folds(ids: Sequence[str], k: int = FOLDS) -> list[list[str]]:
-    shuffled = sorted(ids)
-    random.Random(SEED).shuffle(shuffled)
-    return [shuffled[i::k] for i in range(k)]
-
-
-def grid(base: FusionSettings) -> dict[str, list[FusionSettings]]:
-    convex = [
-        replace(
-            base, method="convex", normalisation=norm, chunk_share=share,
-            weights={"keyword": 1.0 - a, "semantic": a},
+def convex_grid(base: Trial) -> list[Trial]:
+    """tm2c2 in full; min-max (below tm2c2 on every SciFact fold before) and the keyword
+    field boosts around the shipped weight only: each SciFact trial costs ~20 s."""
+    fusion = [("tm2c2", a, share) for a in (0.4, 0.5, 0.6, 0.7) for share in (0.0, 0.05, 0.1)]
+    fusion += [("minmax", a, share) for a in (0.5, 0.6) for share in (0.0, 0.05)]
+    out = [
+        Trial(
+            replace(
+                base.settings, method="convex", normalisation=norm, chunk_share=share,
+                graph_share=graph, weights={"keyword": 1.0 - a, "semantic": a},
+            ),
+            cand,
         )
-        for norm in ("tm2c2", "minmax")
-        for a in (0.3, 0.4, 0.5, 0.6, 0.7)
-        for share in (0.0, 0.1)
+        for norm, a, share in fusion
+        for graph in (0.0, 0.05, 0.1, 0.2)
+        for cand in (100, 200)
     ]  # fmt: skip
-    rrf = [
-        replace(base, method="rrf", rrf_k=k, weights={"keyword": wk, "semantic": 1.0})
+    boosts = [
+        ("meta", 0.25), ("meta", 1.0), ("headings", 0.0), ("headings", 0.5),
+        ("title", 0.0), ("title", 0.5), ("aliases", 0.5), ("aliases", 2.0),
+        ("tags", 0.25), ("tags", 1.0),
+    ]  # fmt: skip
+    for boost in boosts:
+        for graph in (0.05, 0.1):
+            s = replace(
+                base.settings, method="convex", normalisation="tm2c2", chunk_share=0.0,
+                graph_share=graph, weights={"keyword": 0.4, "semantic": 0.6},
+            )  # fmt: skip
+            out.append(Trial(s, 100, (boost,)))
+    return out
+
+
+def rrf_grid(base: Trial) -> list[Trial]:
+    return [
+        Trial(
+            replace(
+                base.settings,
+                method="rrf",
+                rrf_k=k,
+                graph_share=graph,
+                weights={"keyword": wk, "semantic": 1.0},
+            ),
+            100,
+        )
         for k in (10, 30, 60)
         for wk in (0.75, 1.0, 1.25)
+        for graph in (0.0, 0.1)
     ]
-    return {"convex": convex, "rrf": rrf}
 
 
-def describe(s: FusionSettings) -> str:
-    if s.method == "rrf":
-        return f"rrf k={s.rrf_k:g} w_kw={s.weights['keyword']:g}"
-    a = s.weights["semantic"] / (s.weights["semantic"] + s.weights["keyword"])
-    return f"convex {s.normalisation} a_sem={a:.2g} share={s.chunk_share:g}"
-
-
-@dataclass
-class FoldResult:
-    fold: int
-    chosen: str
-    ndcg: float
-    recall: float
-
-
-def cross_validate(
-    data: Dataset, settings: Sequence[FusionSettings]
-) -> tuple[list[FoldResult], dict[int, tuple[list[float], list[float]]]]:
-    """Per fold: pick the setting with the best mean nDCG@10 on the other folds, report it
-    on this one. Returns the held-out results and every setting's per-query scores."""
-    ids = list(data.retrieved)
-    scores = {i: per_query(data.run(s), data.qrels, ids) for i, s in enumerate(settings)}
-    index = {q: n for n, q in enumerate(ids)}
-    results = []
-    for f, held in enumerate(folds(ids)):
-        held_set = set(held)
-        train = [index[q] for q in ids if q not in held_set]
-        test = [index[q] for q in held]
-        best = max(scores, key=lambda i: (statistics.fmean(scores[i][0][j] for j in train), -i))
-        nd, rc = scores[best]
-        results.append(
-            FoldResult(
-                f + 1,
-                describe(settings[best]),
-                statistics.fmean(nd[j] for j in test),
-                statistics.fmean(rc[j] for j in test),
-            )
-        )
-    return results, scores
-
-
-# --- plain baselines -----------------------------------------------------------------
-def plain_bm25(corpus: Mapping[str, tuple[str, str]], queries: Mapping[str, str]) -> Run:
-    """Tantivy as it comes: its default English-stemming tokenizer, one field of title +
-    text per document, the query parsed leniently as typed (terms OR-ed)."""
-    import tantivy
-
-    sb = tantivy.SchemaBuilder()
-    sb.add_text_field("id", stored=True, tokenizer_name="raw")
-    sb.add_text_field("body", tokenizer_name="en_stem")
-    schema = sb.build()
-    with tempfile.TemporaryDirectory() as tmp:
-        index = tantivy.Index(schema, path=tmp)
-        w = index.writer(heap_size=64_000_000, num_threads=1)
-        for doc_id, (title, text) in corpus.items():
-            w.add_document(tantivy.Document(id=doc_id, body=f"{title}\n{text}"))
-        w.commit()
-        index.reload()
-        searcher = index.searcher()
-        run: Run = {}
-        for qid, text in queries.items():
-            query, _ = index.parse_query_lenient(text, ["body"])
-            hits = searcher.search(query, 100).hits
-            run[qid] = [searcher.doc(a)["id"][0] for _, a in hits]
-    return run
-
-
-def whole_note_vectors(
-    corpus: Mapping[str, tuple[str, str]], queries: Mapping[str, str], vault: Vault
-) -> Run:
-    """One vector per document (title + text, cut at the model's window), cosine top 100."""
-    ids = sorted(corpus)
-    cache = CACHE / "scifact-whole-note-vectors.npy"
-    if cache.is_file():
-        vectors = np.load(cache)
-    else:
-        texts = [f"{corpus[i][0]}\n{corpus[i][1]}" for i in ids]
-        vectors = np.concatenate(
-            [vault.embedder.embed_texts(texts[s : s + 64]) for s in range(0, len(texts), 64)]
-        )
-        np.save(cache, vectors)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    run: Run = {}
-    for qid, text in queries.items():
-        q = vault.embedder.embed_query(text)
-        q = q / np.linalg.norm(q)
-        top = np.argsort(-(vectors @ q))[:100]
-        run[qid] = [ids[i] for i in top]
-    return run
-
-
-def mean_row(name: str, run: Run, qrels: Qrels, ids: Sequence[str]) -> str:
-    nd, rc = per_query(run, qrels, ids)
-    return f"| {name} | {statistics.fmean(nd):.4f} | {statistics.fmean(rc):.4f} |"
-
-
-def fold_table(results: Mapping[str, list[FoldResult]]) -> str:
-    lines = [
-        "| fold | method | chosen on the other folds | nDCG@10 | Recall@100 |",
-        "| ---: | --- | --- | ---: | ---: |",
-    ]
-    for method, rs in results.items():
-        lines += [
-            f"| {r.fold} | {method} | {r.chosen} | {r.ndcg:.4f} | {r.recall:.4f} |" for r in rs
-        ]
-        lines.append(
-            f"| mean | {method} | | **{statistics.fmean(r.ndcg for r in rs):.4f}** "
-            f"| **{statistics.fmean(r.recall for r in rs):.4f}** |"
-        )
-    return "\n".join(lines)
-
-
-def scifact(config: Config) -> tuple[Dataset, dict[str, tuple[str, str]], Vault]:
+def load(
+    config: Config, stack: contextlib.ExitStack
+) -> tuple[list[Dataset], dict[str, list[PlainNote]]]:
     data = require(SHARED / "scifact")
     work = CACHE / "scifact-eval"
     require(work / "index" / "CURRENT")
     vault, doc_of = prepare_vault(data / "corpus.jsonl", work, config)
     vault.index()
+    stack.callback(vault.close)
     qrels = load_qrels(data / "qrels" / "train.tsv")
-    queries = load_queries(data / "queries.jsonl")
-    ds = Dataset.from_vault("SciFact train", vault, queries, qrels, doc_of)
-    return ds, load_corpus(data / "corpus.jsonl"), vault
+    notes = {
+        SCIFACT: [PlainNote(d, t, x) for d, (t, x) in load_corpus(data / "corpus.jsonl").items()]
+    }
+    sets = [
+        Dataset.from_vault(
+            SCIFACT, vault, load_queries(data / "queries.jsonl"), qrels, 100, doc_of=doc_of
+        )
+    ]
+    tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="vs-tune-")))
+    for name in VAULTS:
+        judged = [q for q in load_judged(name) if q.answered]
+        v = stack.enter_context(judged_vault(name, tmp, config))
+        notes[name] = read_notes(SHARED / "vaults" / name)
+        sets.append(
+            Dataset.from_vault(
+                name,
+                v,
+                {q.id: q.query for q in judged},
+                {q.id: q.judgments for q in judged},
+                10,
+                fold={q.id: fold_of(q.id, FOLDS) for q in judged},
+                kind={q.id: q.kind for q in judged},
+            )
+        )
+    return sets, notes
+
+
+def fold_table(cvs: dict[str, CVResult], names: Sequence[str]) -> str:
+    head = "| fold | family | chosen on the other folds | " + " | ".join(names) + " |"
+    lines = [head, "| ---: | --- | --- | " + " | ".join("---:" for _ in names) + " |"]
+    for family, cv in cvs.items():
+        for r in cv.folds:
+            cells = " | ".join(f"{r.ndcg[n]:.4f} / {r.recall[n]:.4f}" for n in names)
+            lines.append(f"| {r.fold} | {family} | {r.chosen} | {cells} |")
+        cells = " | ".join("**{:.4f}** / {:.4f}".format(*cv.mean(n)) for n in names)
+        lines.append(f"| mean | {family} | | {cells} |")
+    return "\n".join(lines)
+
+
+def gain_table(cv: CVResult, datasets: Sequence[Dataset], before: Trial) -> str:
+    lines = [
+        "| dataset | per-fold delta nDCG@10 (held-out chosen - before) | mean delta [95% CI] | wins / losses, sign test p |",
+        "| --- | --- | --- | --- |",
+    ]
+    for ds in datasets:
+        old = ds.scores(before).ndcg
+        new = cv.held_out[ds.name]
+        deltas = []
+        for f in range(FOLDS):
+            idx = [j for j, q in enumerate(ds.ids) if ds.fold[q] == f]
+            deltas.append(statistics.fmean(new[j] - old[j] for j in idx))
+        mean, low, high = paired_bootstrap(new, old)
+        wins, losses, p = sign_test(new, old)
+        lines.append(
+            f"| {ds.name} | " + " / ".join(f"{d:+.4f}" for d in deltas)
+            + f" | {mean:+.4f} [{low:+.4f}, {high:+.4f}] | {wins} / {losses}, p = {p:.3g} |"
+        )  # fmt: skip
+    return "\n".join(lines)
+
+
+def kind_table(ds: Dataset, systems: dict[str, tuple[list[float], list[float]]]) -> str:
+    kinds = list(dict.fromkeys(ds.kind[q] for q in ds.ids))
+    lines = [
+        "| system | all | " + " | ".join(kinds) + " |",
+        "| --- | ---: | " + " | ".join("---:" for _ in kinds) + " |",
+    ]
+    for name, (nd, mrr) in systems.items():
+        groups = [list(range(len(ds.ids)))]
+        groups += [[j for j, q in enumerate(ds.ids) if ds.kind[q] == k] for k in kinds]
+        cells = [
+            f"{statistics.fmean(nd[j] for j in g):.3f}/{statistics.fmean(mrr[j] for j in g):.3f}"
+            for g in groups
+        ]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+GRAPH_SHARES = (0.0, 0.05, 0.1, 0.2, 0.3)
+
+
+def graph_cv(vaults: Sequence[Dataset], shipped: Trial) -> str:
+    """The graph share alone, everything else as shipped, 5-fold CV on the judged vault
+    queries (SciFact has no links): does any share beat the shipped one held-out?"""
+    trials = [
+        replace(shipped, settings=replace(shipped.settings, graph_share=g)) for g in GRAPH_SHARES
+    ]
+    cv = cross_validate(vaults, trials)
+    chosen = ", ".join(f"{t.settings.graph_share:g}" for t in cv.chosen)
+    rows = [
+        f"Shares chosen by the folds: {chosen}.\n",
+        "| dataset | held-out CV nDCG@10 (mean of fold means) | shipped | per-query delta [95% CI] | wins / losses, p |",
+        "| --- | ---: | ---: | --- | --- |",
+    ]
+    for d in vaults:
+        old = d.scores(shipped).ndcg
+        mean, low, high = paired_bootstrap(cv.held_out[d.name], old)
+        wins, losses, p = sign_test(cv.held_out[d.name], old)
+        rows.append(
+            f"| {d.name} | {cv.mean(d.name)[0]:.4f} | {statistics.fmean(old):.4f} "
+            f"| {mean:+.4f} [{low:+.4f}, {high:+.4f}] | {wins} / {losses}, {p:.3g} |"
+        )
+    return "\n".join(rows)
+
+
+def graph_table(datasets: Sequence[Dataset], chosen: Trial) -> str:
+    shares = GRAPH_SHARES
+    lines = [
+        "| graph share | " + " | ".join(f"{d.name} all / multi_hop" for d in datasets) + " |",
+        "| ---: | " + " | ".join("---" for _ in datasets) + " |",
+    ]
+    for g in shares:
+        t = replace(chosen, settings=replace(chosen.settings, graph_share=g))
+        cells = []
+        for d in datasets:
+            nd = d.scores(t).ndcg
+            hop = [nd[j] for j, q in enumerate(d.ids) if d.kind[q] == "multi_hop"]
+            cells.append(f"{statistics.fmean(nd):.4f} / {statistics.fmean(hop):.4f}")
+        lines.append(f"| {g:g} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--no-write", action="store_true", help="print, do not update docs")
+    parser.add_argument(
+        "--warm",
+        metavar="I/N",
+        help="only score every N-th trial from the I-th into bench/.cache/tune (run N "
+        "workers side by side, then once without --warm)",
+    )
     args = parser.parse_args()
     config = Config()
-    data, corpus, vault = scifact(config)
-    datasets = [data]  # the judged vault queries join here (Dataset.from_vault)
-    base = FusionSettings.from_config(config.search, "hybrid")
-    sections = []
-    for ds in datasets:
-        ids = list(ds.retrieved)
-        cv = {m: cross_validate(ds, ss)[0] for m, ss in grid(base).items()}
-        shipped = ds.run(base)
-        rows = [mean_row(f"shipped default ({describe(base)})", shipped, ds.qrels, ids)]
-        rows.append(mean_row("keyword branch (ours)", ds.run(base, ["keyword"]), ds.qrels, ids))
-        rows.append(mean_row("semantic branch (ours, best chunk)", ds.run(base, ["semantic"]), ds.qrels, ids))  # fmt: skip
-        share = replace(base, chunk_share=0.1)
-        rows.append(mean_row("semantic branch, best chunk + 0.1 x rest", ds.run(share, ["semantic"]), ds.qrels, ids))  # fmt: skip
-        if ds is data:
-            qs = {q: ds.queries[q] for q in ids}
-            rows.append(mean_row("plain Tantivy BM25 (en_stem, title + text)", plain_bm25(corpus, qs), ds.qrels, ids))  # fmt: skip
-            rows.append(mean_row("whole-note MiniLM vectors", whole_note_vectors(corpus, qs, vault), ds.qrels, ids))  # fmt: skip
-        sections.append(
-            f"### {ds.name} ({len(ids)} queries)\n\n"
-            f"Held-out results of {FOLDS}-fold cross-validation (folds fixed by seed {SEED}; "
-            f"each fold's setting chosen by mean nDCG@10 on the other four):\n\n"
-            f"{fold_table(cv)}\n\nWhole set, same run:\n\n"
-            "| system | nDCG@10 | Recall@100 |\n| --- | ---: | ---: |\n" + "\n".join(rows)
+    with contextlib.ExitStack() as stack:
+        datasets, notes = load(config, stack)
+        if args.warm:
+            i, n = (int(x) for x in args.warm.split("/"))
+            trials = convex_grid(trial_of(config.search)) + rrf_grid(trial_of(config.search))
+            for t in trials:
+                s = t.settings  # one worker per SciFact ranking (graph and depth aside)
+                if zlib.crc32(repr((s.method, s.weights, s.rrf_k, s.normalisation, s.chunk_share, t.boosts)).encode()) % n == i:  # fmt: skip
+                    for d in datasets:
+                        d.scores(t)
+            return
+        names = [d.name for d in datasets]
+        shipped, before = trial_of(config.search), trial_of(BEFORE)
+        cvs = {
+            "convex": cross_validate(datasets, convex_grid(shipped)),
+            "rrf": cross_validate(datasets, rrf_grid(shipped)),
+        }
+        picks = Counter(t.describe() for t in cvs["convex"].chosen)
+        vaults = [d for d in datasets if d.kind]
+        kinds = "\n\n".join(
+            f"**{d.name}** ({len(d.ids)} answered queries), nDCG@10/MRR@10:\n\n"
+            + kind_table(
+                d,
+                {
+                    "before (fc7370a defaults)": (d.scores(before).ndcg, d.scores(before).mrr),
+                    f"shipped ({shipped.describe()})": (
+                        d.scores(shipped).ndcg,
+                        d.scores(shipped).mrr,
+                    ),
+                    "held-out 5-fold CV (convex family)": (
+                        cvs["convex"].held_out[d.name],
+                        cvs["convex"].held_out_mrr[d.name],
+                    ),
+                },
+            )
+            for d in vaults
         )
-    body = (
-        "Every figure comes from `QueryOrchestrator.rank` re-fusing cached branch results "
-        "(graph boost and recency on, as shipped).\n\n" + "\n\n".join(sections)
+        body = (
+            "Every figure comes from `QueryOrchestrator.rank` re-fusing cached branch results "
+            "(graph boost and recency on, as shipped). Datasets: SciFact train (809 queries, "
+            f"folds by seed {SEED}) and the answered judged queries of both vaults (folds by "
+            "`judged_set.fold_of`). Each fold's trial maximises the mean over the three "
+            "datasets of training-fold nDCG@10; cells are held-out nDCG@10 / Recall@100.\n\n"
+            f"{fold_table(cvs, names)}\n\nTrials chosen by the convex folds: "
+            + "; ".join(f"{t} ({n} folds)" for t, n in picks.most_common())
+            + f".\n\nHeld-out convex CV against the defaults before this run ({before.describe()}), "
+            "per query, paired:\n\n"
+            + gain_table(cvs["convex"], datasets, before)
+            + "\n\nPer query kind on the judged vaults:\n\n" + kinds
+            + f"\n\nGraph share around the shipped default ({shipped.describe()}), whole "
+            "judged sets, nDCG@10:\n\n" + graph_table(vaults, shipped)
+            + "\n\nGraph share chosen by 5-fold CV on the judged vault queries alone:\n\n"
+            + graph_cv(vaults, shipped)
+            + "\n\nEach branch against its plain baseline, same run, whole sets, nDCG@10 / "
+            "Recall@100:\n\n" + baseline_rows(datasets, shipped, notes)
+        )  # fmt: skip
+    load_avg = Path("/proc/loadavg").read_text().split()[:3]
+    body += (
+        f"\n\nLoad average at the end: {' '.join(load_avg)} (quality figures do not depend on it)."
     )
     if args.no_write:
         print(body)

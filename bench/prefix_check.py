@@ -1,0 +1,104 @@
+"""Does the embedded prefix (note title and heading path before each chunk) help?
+
+The index embeds ``title / heading path / chunk text`` (``chunker._embed_text``). Here
+every chunk of each tuning dataset is embedded again as its bare text with the same
+model, searched exactly (cosine over all chunks, as the flat FAISS index does), and both
+variants are fused by ``QueryOrchestrator.rank`` with the shipped settings: the
+semantic branch alone and hybrid, per dataset, paired per query.
+
+Run: `make bench-prefix` (after `make bench-tune` has cached the indexes; embedding
+the bare chunks takes minutes once, then they are cached in bench/.cache/).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import statistics
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import CACHE, write_section
+from tune import load, trial_of
+from tune_cv import paired_bootstrap, sign_test
+from tune_data import K, Dataset, score_run
+from vaultsearch.config import Config
+
+
+def bare_chunk_branch(ds: Dataset) -> dict[str, list[tuple[int, float]]]:
+    """Each query's top-K chunks by cosine against the chunks' bare text."""
+    snap = ds.orchestrator.snapshot()
+    ids = sorted(snap.note_of_chunk)
+    rows = snap.chunk_rows(ids)
+    texts = [rows[i].text for i in ids]
+    digest = hashlib.sha256("\0".join(texts).encode("utf-8")).hexdigest()[:16]
+    cache = CACHE / f"bare-chunks-{ds.name.replace(' ', '-')}-{digest}.npy"
+    embedder = ds.orchestrator.embedder
+    if cache.is_file():
+        vectors = np.load(cache)
+    else:
+        vectors = np.concatenate(
+            [embedder.embed_texts(texts[s : s + 64]) for s in range(0, len(texts), 64)]
+        )
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        np.save(cache, vectors)
+    vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    out = {}
+    for qid in ds.ids:
+        r = ds.retrieved[qid]
+        q = embedder.embed_query(r.text or ds.queries[qid])
+        scores = vectors @ (q / np.linalg.norm(q))
+        top = np.argsort(-scores)[:K]
+        out[qid] = [(ids[i], float(scores[i])) for i in top]
+    return out
+
+
+def main() -> None:
+    config = Config()
+    trial = trial_of(config.search)
+    lines = [
+        "| dataset | system | with prefix nDCG@10 / R@100 | bare chunk nDCG@10 / R@100 | delta nDCG@10 [95% CI] | wins / losses, p |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    with contextlib.ExitStack() as stack:
+        datasets, _ = load(config, stack)
+        for ds in datasets:
+            bare = bare_chunk_branch(ds)
+            alt = replace(
+                ds,
+                retrieved={
+                    q: replace(r, branches={**r.branches, "semantic": bare[q]})
+                    for q, r in ds.retrieved.items()
+                },
+                _keyword={},
+                _memo={},
+            )
+            for label, branches in (("semantic", ["semantic"]), ("hybrid", None)):
+                a = score_run(ds.run(trial, branches), ds.qrels, ds.ids)
+                b = score_run(alt.run(trial, branches), ds.qrels, ds.ids)
+                mean, low, high = paired_bootstrap(a.ndcg, b.ndcg)
+                wins, losses, p = sign_test(a.ndcg, b.ndcg)
+                lines.append(
+                    f"| {ds.name} | {label} "
+                    f"| {statistics.fmean(a.ndcg):.4f} / {statistics.fmean(a.recall):.4f} "
+                    f"| {statistics.fmean(b.ndcg):.4f} / {statistics.fmean(b.recall):.4f} "
+                    f"| {mean:+.4f} [{low:+.4f}, {high:+.4f}] | {wins} / {losses}, {p:.3g} |"
+                )
+    load_avg = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    body = (
+        "Every chunk embedded twice with the bundled model: as indexed (note title, heading "
+        "path, then the chunk) and as its bare text; exact cosine search over all chunks, "
+        f"fused with the shipped settings ({trial.describe()}). Delta = with prefix - bare, "
+        "paired per query (bootstrap 95% interval, sign test).\n\n"
+        + "\n".join(lines)
+        + f"\n\nLoad average at the end: {load_avg}."
+    )
+    write_section("prefix", "Embedded prefix check", body)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,212 @@
+"""The judged data the ranking is tuned on, each query's branch results retrieved once.
+
+A ``Dataset`` holds one indexed vault, its judged queries and their cached retrievals;
+``run`` re-fuses them with ``QueryOrchestrator.rank`` (the function every search runs,
+graph boost and recency included) under a ``Trial``, so what is tuned is what ships.
+Retrieval is done once at the deepest candidate depth tried; a shallower depth is the
+same lists cut, exactly what a search with that ``search.candidates`` would fuse.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import pickle
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import vaultsearch
+
+from vaultsearch.evaluation import mrr_at_k, ndcg_at_k, recall_at_k
+from vaultsearch.search.orchestrator import QueryOrchestrator, Retrieved
+from vaultsearch.search.query import parse_query
+from vaultsearch.search.ranking import FusionSettings
+from vaultsearch.vault import Vault
+
+K = 400
+"""Chunks retrieved per branch and query: the deepest depth any trial reads."""
+FOLDS = 5
+SEED = 11
+
+STORE = Path(__file__).resolve().parent / ".cache" / "tune"
+"""Retrievals and per-query scores on disk, so parallel workers (``tune.py --warm``) and
+re-runs share them; keyed by the code, the configuration, the index's chunk layout and
+the queries, so a stale entry is never read."""
+
+Run = dict[str, list[str]]
+Qrels = Mapping[str, Mapping[str, int]]
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One configuration: fusion settings, candidate depth, keyword field boosts."""
+
+    settings: FusionSettings
+    candidates: int = 100
+    boosts: tuple[tuple[str, float], ...] = ()
+    """Keyword field boosts that differ from the shipped ones; empty = as shipped."""
+
+    def describe(self) -> str:
+        s = self.settings
+        if s.method == "rrf":
+            head = f"rrf k={s.rrf_k:g} w_kw={s.weights['keyword']:g}"
+        else:
+            a = s.weights["semantic"] / (s.weights["semantic"] + s.weights["keyword"])
+            head = f"convex {s.normalisation} a_sem={a:.2g} share={s.chunk_share:g}"
+        tail = f" graph={s.graph_share:g} cand={self.candidates}"
+        return head + tail + "".join(f" {f}={v:g}" for f, v in self.boosts)
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Per-query figures of one trial on one dataset, in ``Dataset.ids`` order."""
+
+    ndcg: list[float]
+    recall: list[float]
+    mrr: list[float]
+
+
+@dataclass
+class Dataset:
+    name: str
+    orchestrator: QueryOrchestrator
+    doc_of: Mapping[str, str]
+    """Note path -> judged document id."""
+    queries: dict[str, str]
+    qrels: Qrels
+    retrieved: dict[str, Retrieved]
+    top_k: int
+    """How many results the evaluation asks for: the product fuses max(candidates, 4 x top_k)."""
+    fold: dict[str, int]
+    kind: dict[str, str] = field(default_factory=dict)
+    _keyword: dict[tuple[tuple[str, float], ...], dict[str, list[tuple[int, float]]]] = field(
+        default_factory=dict
+    )
+    _memo: dict[tuple[object, ...], Scores] = field(default_factory=dict)
+    _print: str = ""
+
+    @classmethod
+    def from_vault(
+        cls, name: str, vault: Vault, queries: Mapping[str, str], qrels: Qrels, top_k: int,
+        fold: Mapping[str, int] | None = None, kind: Mapping[str, str] | None = None,
+        doc_of: Mapping[str, str] | None = None,
+    ) -> Dataset:  # fmt: skip
+        orch = vault.orchestrator
+        snap = orch.snapshot()
+        ids = [q for q in queries if qrels.get(q)]
+        layout = sorted((c, snap.notes[n].path) for c, n in snap.note_of_chunk.items())
+        key = _digest(_code(), repr(orch.config), layout, [(q, queries[q]) for q in ids], K)
+        cached = STORE / f"retrieved-{key}.pkl"
+        if cached.is_file():
+            retrieved = pickle.loads(cached.read_bytes())
+        else:
+            retrieved = {q: orch.retrieve(snap, parse_query(queries[q]), "hybrid", K) for q in ids}
+            _store(cached, retrieved)
+        mapping = doc_of if doc_of is not None else {p: p for p in snap.note_by_path}
+        folds = dict(fold) if fold is not None else seeded_folds(ids)
+        return cls(
+            name, orch, mapping, {q: queries[q] for q in ids}, qrels, retrieved, top_k,
+            {q: folds[q] for q in ids}, dict(kind or {}),
+        )  # fmt: skip
+
+    @property
+    def ids(self) -> list[str]:
+        return list(self.retrieved)
+
+    def depth(self, trial: Trial) -> int:
+        return min(max(trial.candidates, 4 * self.top_k), K)
+
+    def _keyword_hits(
+        self, boosts: tuple[tuple[str, float], ...]
+    ) -> dict[str, list[tuple[int, float]]]:
+        """The keyword branch re-run with other field boosts (fusion input changes, nothing else)."""
+        if boosts not in self._keyword:
+            snap = self.orchestrator.snapshot()
+            merged = {**snap.boosts, **dict(boosts)}
+            out = {}
+            for q, r in self.retrieved.items():
+                p = parse_query(self.queries[q])
+                out[q] = snap.keywords.search(
+                    p.keyword_terms, p.phrases, p.excluded, merged, K, None, r.expansions
+                )
+            self._keyword[boosts] = out
+        return self._keyword[boosts]
+
+    def run(self, trial: Trial, branches: Sequence[str] | None = None) -> Run:
+        orch, snap = self.orchestrator, self.orchestrator.snapshot()
+        depth = self.depth(trial)
+        kw = self._keyword_hits(trial.boosts) if trial.boosts else None
+        mode = "hybrid" if branches is None or len(branches) == 2 else branches[0]
+        out: Run = {}
+        for qid, r in self.retrieved.items():
+            lists = dict(r.branches)
+            if kw is not None and "keyword" in lists:
+                lists["keyword"] = kw[qid]
+            if branches is not None:
+                lists = {b: lists.get(b, []) for b in branches}
+            r = replace(r, branches={b: hits[:depth] for b, hits in lists.items()})
+            ranked = orch.rank(snap, r, mode, settings=trial.settings)[:100]
+            out[qid] = list(
+                dict.fromkeys(self.doc_of.get(snap.notes[c.note_id].path, "") for c in ranked)
+            )
+        return out
+
+    def scores(self, trial: Trial) -> Scores:
+        """Memoised on what can change this dataset's ranking (a vault without links
+        ignores the graph share, SciFact's depth is fixed by its top 100)."""
+        s = trial.settings
+        graph = s.graph_share if self.orchestrator.snapshot().has_links else 0.0
+        key = (
+            s.method, tuple(sorted(s.weights.items())), s.rrf_k, s.normalisation,
+            s.chunk_share, graph, s.graph_top, s.recency_tiers, self.depth(trial), trial.boosts,
+        )  # fmt: skip
+        if key not in self._memo:
+            disk = STORE / f"scores-{_digest(self._fingerprint(), key)}.pkl"
+            if disk.is_file():
+                self._memo[key] = pickle.loads(disk.read_bytes())
+            else:
+                self._memo[key] = score_run(self.run(trial), self.qrels, self.ids)
+                _store(disk, self._memo[key])
+        return self._memo[key]
+
+    def _fingerprint(self) -> str:
+        if not self._print:
+            qrels = sorted((q, sorted(self.qrels[q].items())) for q in self.ids)
+            self._print = _digest(_code(), self.retrieved, qrels, self.top_k, self.doc_of)
+        return self._print
+
+
+def score_run(run: Run, qrels: Qrels, ids: Sequence[str]) -> Scores:
+    return Scores(
+        [ndcg_at_k(run.get(q, []), qrels[q], 10) for q in ids],
+        [recall_at_k(run.get(q, []), qrels[q], 100) for q in ids],
+        [mrr_at_k(run.get(q, []), qrels[q], 10) for q in ids],
+    )
+
+
+def seeded_folds(ids: Sequence[str], k: int = FOLDS) -> dict[str, int]:
+    """The SciFact folds every earlier tuning run used (sorted ids, shuffled by seed 11)."""
+    shuffled = sorted(ids)
+    random.Random(SEED).shuffle(shuffled)
+    return {q: i % k for i, q in enumerate(shuffled)}
+
+
+@functools.cache
+def _code() -> str:
+    """The ranking code as it is now: a cached result of other code is not reused."""
+    root = Path(vaultsearch.__file__).parent
+    return _digest(*[(p.name, p.read_bytes()) for p in sorted(root.rglob("*.py"))])
+
+
+def _digest(*parts: object) -> str:
+    return hashlib.sha256(pickle.dumps(parts, protocol=5)).hexdigest()[:24]
+
+
+def _store(path: Path, value: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_bytes(pickle.dumps(value, protocol=5))
+    tmp.replace(path)
