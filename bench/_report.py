@@ -58,10 +58,12 @@ def mean(values: list[float]) -> float:
 
 
 def write_section(name: str, title: str, body: str, command: str | None = None) -> None:
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     block = (
         f"<!-- bench:{name} -->\n## {title}\n\n"
-        f"Measured {stamp} on {machine()}. Command: `{command or f'make bench-{name}'}`.\n\n"
+        f"Measured {stamp} on {machine()}. Command: `{command or f'make bench-{name}'}`. "
+        f"Load average (1, 5, 15 min) when it finished: {load}.\n\n"
         f"{body.strip()}\n<!-- /bench:{name} -->"
     )
     text = DOC.read_text(encoding="utf-8") if DOC.exists() else _doc_header()
