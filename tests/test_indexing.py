@@ -204,6 +204,10 @@ def test_ignored_files_are_not_indexed(write_vault: WriteVault, embedder: object
             ".obsidian/workspace.md": "# no\n",
             ".trash/old.md": "# no\n",
             "node_modules/x/readme.md": "# no\n",
+            "lib/__pycache__/mod.py": "x = 1\n",
+            "env/lib/python3.11/site-packages/pkg/mod.py": "x = 1\n",
+            ".venv/lib/mod.py": "x = 1\n",
+            "tools/build.py": "def build():\n    pass\n",
             "drafts/secret.md": "# no\n",
             "notes.md.swp": "no",
             "a.tmp": "no",
@@ -212,7 +216,7 @@ def test_ignored_files_are_not_indexed(write_vault: WriteVault, embedder: object
         }
     )
     v = Vault.open(root)
-    assert set(v.manager().scan()) == {"keep.md", "plain.txt"}
+    assert set(v.manager().scan()) == {"keep.md", "plain.txt", "tools/build.py"}
 
 
 def test_index_dir_inside_vault_is_not_scanned(write_vault: WriteVault, embedder: object) -> None:

@@ -22,6 +22,8 @@ BUILTIN_IGNORES = (
     ".trash/",
     ".git/",
     "node_modules/",
+    "__pycache__/",
+    "site-packages/",
     ".*/",
     "*.tmp",
     "*.swp",
