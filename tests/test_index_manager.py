@@ -209,6 +209,14 @@ def test_mcp_over_http_serves_the_same_page_and_is_the_vaults_manager(tmp_path: 
             assert r.headers["content-type"].startswith("text/html")
             assert b"Index Manager" in r.read()
         assert get_json(f"http://127.0.0.1:{port}/health") == {"status": "ok"}
+
+        async def reload() -> None:
+            async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=60) as c:
+                assert not (await c.call_tool("reload_config", {})).is_error
+
+        anyio.run(reload)  # the page shows what the agent's tools did on the same server
+        log = get_json(f"http://127.0.0.1:{port}/activity")["entries"]
+        assert isinstance(log, list) and any(e["event"] == "config_reload" for e in log), log
         found = subprocess.run(  # it is the vault's manager: serve finds it
             [sys.executable, "-m", "vaultsearch.cli", "serve", str(root), "--index-dir",
              str(tmp_path / "index"), "--no-open"],

@@ -24,6 +24,7 @@ from vaultsearch import __version__
 from vaultsearch.errors import VaultsearchError
 from vaultsearch.indexing.live import LiveIndex
 from vaultsearch.server import managers
+from vaultsearch.server.activity import ActivityLog
 from vaultsearch.server.argerrors import plain
 from vaultsearch.server.calllog import CallLog
 from vaultsearch.server.handshake import INSTRUCTIONS, SERVER_NAME
@@ -108,6 +109,7 @@ class VaultServer(MCPServer[Any]):
         super().__init__(**kwargs)
         self.vault_tools = vault_tools
         self.wire = wire
+        self.activity: ActivityLog | None = None
         register_note_template(self, vault_tools.browser)
         register_code_template(self, vault_tools.vault)
 
@@ -170,6 +172,7 @@ def build_server(
     writes: bool = False,
 ) -> VaultServer:
     tools = VaultTools(vault, background.live, lambda: background.watching)
+    activity = ActivityLog()  # one for the tools and, over HTTP, the page's log
     server = VaultServer(
         tools,
         wire,
@@ -179,13 +182,14 @@ def build_server(
         instructions=INSTRUCTIONS,
         log_level="WARNING",
         tools=[
-            *build_tools(tools),
+            *build_tools(tools, activity),
             *toolbox_tools(tools, log, writes),
             *build_manager_tools(vault),
         ],
         middleware=[valid_params, log, *([] if writes else [refuse_writes])],
     )
     register_template_resources(server, vault)
+    server.activity = activity
     return server
 
 
@@ -281,7 +285,7 @@ async def _serve_http(
         transport_security=security_settings(host, allow_hosts), host=host
     )
     app = assemble(
-        rest_routes(server.vault_tools.vault),
+        rest_routes(server.vault_tools.vault, server.activity),
         bind=host,
         token=token.value if token else None,
         allow_hosts=allow_hosts,

@@ -23,6 +23,7 @@ from vaultsearch.server.http import BearerAuth, security_settings
 from vaultsearch.server.streams import EndStreamsOnExit
 
 if TYPE_CHECKING:
+    from vaultsearch.server.activity import ActivityLog
     from vaultsearch.vault import Vault
 
 ASSETS = {
@@ -110,12 +111,13 @@ def _public(path: str) -> bool:
     return path == "/" or path == "/health" or path.startswith("/assets/")
 
 
-def rest_routes(vault: Vault) -> list[BaseRoute]:
-    """The REST API the page drives, on this process's index runner."""
+def rest_routes(vault: Vault, activity: ActivityLog | None = None) -> list[BaseRoute]:
+    """The REST API the page drives, on this process's index runner; ``activity`` is
+    the MCP tools' log when one server answers both, so the page shows their reloads."""
     from vaultsearch.server.rest import ControlContext
     from vaultsearch.server.rest import rest_routes as routes
 
-    return routes(ControlContext.for_vault(vault))
+    return routes(ControlContext.for_vault(vault, activity))
 
 
 def assemble(
