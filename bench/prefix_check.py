@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import CACHE, write_section
 from tune import load, trial_of
 from tune_cv import paired_bootstrap, sign_test
-from tune_data import K, Dataset, score_run
+from tune_data import Dataset, K, score_run
 from vaultsearch.config import Config
 
 

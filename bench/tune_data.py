@@ -19,7 +19,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import vaultsearch
-
 from vaultsearch.evaluation import mrr_at_k, ndcg_at_k, recall_at_k
 from vaultsearch.search.orchestrator import QueryOrchestrator, Retrieved
 from vaultsearch.search.query import parse_query
