@@ -16,6 +16,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.conftest import write_files
+from tests.pdfs import make_pdf
 from tests.test_sources import make_repo, push_change
 from vaultsearch import Vault
 
@@ -143,5 +144,52 @@ def test_source_tools_in_one_session(served: dict[str, Path], tmp_path: Path) ->
                 assert await until_found(c, "peel_figs")
                 bad = await c.call_tool("reindex_target", {"source": "nope"})
                 assert bad.is_error and "sources: lib, vault" in bad.content[0].text
+
+    anyio.run(session)
+
+
+def test_passages_of_a_pdf_and_of_a_source_file_can_be_cited(
+    tmp_path: Path, embedder: object
+) -> None:
+    """get_search_results and full_text quote what read_source shows: a PDF's page text
+    as extracted, a source's file by its own path, never the vault's note reader."""
+    lib = write_files(tmp_path / "lib", {"sorter.py": LIB["sorter.py"]})
+    vault = write_files(tmp_path / "vault", {"Home.md": "# Home\n\nApples.\n"})
+    pages = [["Orchard notes"], ["The cherry sorter runs at dawn for forty minutes."]]
+    (vault / "Orchard.pdf").write_bytes(make_pdf(pages, title="Orchard"))
+    (vault / ".vaultsearch").mkdir()
+    (vault / ".vaultsearch" / "config.toml").write_text(
+        f'[[sources]]\nname = "lib"\npath = "{lib}"\n', encoding="utf-8"
+    )
+    with Vault.open(vault) as v:
+        v.index()
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "vaultsearch.cli", "mcp", str(vault), "--no-watch"],
+        env=dict(os.environ),
+    )
+
+    async def session() -> None:
+        async with Client(params, read_timeout_seconds=60) as c:
+            found = data(
+                await c.call_tool(
+                    "search", {"query": "cherry sorter", "mode": "keyword", "full_text": True}
+                )
+            )
+            by_path = {h["path"]: h for h in found["hits"]}
+            assert by_path["Orchard.pdf"]["page"] == 2
+            assert "forty minutes" in by_path["Orchard.pdf"]["text"]
+            assert "def sort_cherries" in by_path["lib:sorter.py"]["text"]
+            cited = data(
+                await c.call_tool("get_search_results", {"session_id": found["session_id"]})
+            )
+            rows = {r["path"]: r for r in cited["results"]}
+            assert "forty minutes" in rows["Orchard.pdf"]["text"]
+            assert rows["lib:sorter.py"]["text"].startswith("def sort_cherries(crate):")
+            assert rows["lib:sorter.py"]["file_uri"] == (lib / "sorter.py").as_uri()
+            note = await c.call_tool("read_note", {"path": "Orchard.pdf"})
+            assert note.is_error and "read_source(path='Orchard.pdf', page=N)" in (
+                note.content[0].text
+            )
 
     anyio.run(session)

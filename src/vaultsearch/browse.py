@@ -31,7 +31,7 @@ from vaultsearch.errors import (
 )
 from vaultsearch.indexing.changes import read_regular
 from vaultsearch.models import Heading, ParsedNote
-from vaultsearch.parsers import ParserRegistry
+from vaultsearch.parsers import ParserRegistry, is_binary
 from vaultsearch.search.filters import NoteMeta, folder_matches, tag_matches
 
 if TYPE_CHECKING:
@@ -371,6 +371,12 @@ class Browser:
         except OSError as exc:  # e.g. a folder above it that may not be entered
             raise QueryError(f"Cannot read {rel!r}: {exc.strerror or exc}.") from None
         if is_file:
+            parser = self._parsers().parser_for(rel)
+            if parser is not None and is_binary(parser):
+                raise NoteNotFoundError(
+                    f"{rel!r} is a PDF: its text is read by page, not as a note.",
+                    fix=f"read it with read_source(path={rel!r}, page=N)",
+                )
             if not self._is_note(rel):
                 raise NoteNotFoundError(
                     f"{rel!r} is not a note: only files the index reads can be read "

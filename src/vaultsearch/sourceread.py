@@ -12,7 +12,14 @@ import difflib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from vaultsearch.browse import LineSlice, file_lines, heading_lines, slice_lines
+from vaultsearch.browse import (
+    Browser,
+    LineSlice,
+    NoteNotFoundError,
+    file_lines,
+    heading_lines,
+    slice_lines,
+)
 from vaultsearch.errors import QueryError
 from vaultsearch.indexing.changes import read_regular
 from vaultsearch.models import Heading
@@ -124,6 +131,15 @@ def read_source(
         qualified_name=found_name,
         page=found_page,
     )
+
+
+def passage_lines(vault: Vault, browser: Browser, path: str) -> list[str]:
+    """The lines a hit cites: a vault note as its file is now (what read_note shows), a
+    source's file or a PDF as indexed (what read_source shows)."""
+    try:
+        return file_lines(browser.read_text(path)[1])
+    except NoteNotFoundError:
+        return file_lines(indexed_text(vault, path)[1])
 
 
 def indexed_text(vault: Vault, path: str) -> tuple[NoteMeta, str]:

@@ -22,6 +22,7 @@ from vaultsearch.server.resources import note_uri
 from vaultsearch.server.sessions import MergedHit, Session, merge_sessions
 from vaultsearch.server.syncindex import index_paths
 from vaultsearch.server.tools import agent_errors
+from vaultsearch.sourceread import passage_lines
 
 if TYPE_CHECKING:
     from vaultsearch.server.calllog import CallLog
@@ -71,15 +72,14 @@ class SessionTools:
             "title": h.title,
             "start_line": h.start_line,
             "end_line": h.end_line,
-            "file_uri": (self.vault.root / h.path).as_uri(),
+            "file_uri": self._file_uri(h.path),
             "score": round(h.score, 6),
             "sessions": list(m.sessions),
         }
         if h.heading_path:
             row["heading_path"] = h.heading_path
         try:
-            _, text, _ = self.tools.browser.read_text(h.path)
-            lines = file_lines(text)
+            lines = passage_lines(self.vault, self.tools.browser, h.path)
             row["text"] = "\n".join(lines[h.start_line - 1 : h.end_line])[:_MAX_TEXT]
             if h.end_line > len(lines):
                 row["message"] = "The note is shorter now than when it was searched."
@@ -197,8 +197,14 @@ class SessionTools:
             return answer(data, f"wrote {rel} ({sources} sources, template {data['template']})")
 
     def _read_lines(self, path: str) -> tuple[str, list[str]]:
+        if self.vault.manager().sources.split(path)[0] or path.lower().endswith(".pdf"):
+            return path, passage_lines(self.vault, self.tools.browser, path)
         rel, text, _ = self.tools.browser.read_text(path)
         return rel, file_lines(text)
+
+    def _file_uri(self, path: str) -> str:
+        real = self.vault.manager().sources.file_path(path)
+        return (real if real is not None else self.vault.root / path).as_uri()
 
 
 def template_schema(vault_root: Path, name: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from vaultsearch import listing
 from vaultsearch.answer import Answer
-from vaultsearch.browse import Browser, file_lines
+from vaultsearch.browse import Browser
 from vaultsearch.errors import IndexMissingError, QueryError, VaultsearchError
 from vaultsearch.search.confidence import weak_answer
 from vaultsearch.server import render
@@ -29,6 +29,7 @@ from vaultsearch.server.schemas import (
     SearchResult,
 )
 from vaultsearch.server.sessions import SearchSessions, SessionHit
+from vaultsearch.sourceread import passage_lines
 
 if TYPE_CHECKING:
     from vaultsearch.indexing.live import LiveIndex
@@ -173,7 +174,7 @@ class VaultTools:
     def _lines(self, path: str) -> list[str] | None:
         """The note's file lines for passages; None when it went away since indexing."""
         try:
-            return file_lines(self.browser.read_text(path)[1])
+            return passage_lines(self.vault, self.browser, path)
         except VaultsearchError:
             return None
 
