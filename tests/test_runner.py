@@ -122,8 +122,10 @@ def test_a_second_start_is_refused_while_one_runs(
         runner = vault.runner()
         release = threading.Event()
         runner.subscribe(lambda e, s: release.wait(30) if e == "started" else None)
+        assert not vault.indexing_now
         runner.start("rebuild")
         try:
+            assert vault.indexing_now  # what search answers say, whoever started the run
             with pytest.raises(IndexBusyError, match="already going in this process"):
                 runner.start("update")
             with pytest.raises(IndexBusyError):
@@ -131,7 +133,7 @@ def test_a_second_start_is_refused_while_one_runs(
         finally:
             release.set()
         assert runner.wait(60)
-        assert runner.snapshot().state == "done"
+        assert runner.snapshot().state == "done" and not vault.indexing_now
 
 
 def test_a_writer_in_another_process_refuses_a_start(

@@ -93,6 +93,13 @@ class Vault:
                 self._manager = IndexManager(self.root, self.index_dir, self.config, self.embedder)
             return self._manager
 
+    @property
+    def indexing_now(self) -> bool:
+        """Whether this process's runner is updating or rebuilding the index, whoever
+        started it (the watcher, an agent, the Index Manager page)."""
+        runner = self._runner
+        return runner is not None and runner.snapshot().busy
+
     def runner(self) -> IndexRunner:
         """One per Vault: the runs of a long-lived process, one at a time, with their
         progress, a cancel, and a JSON Lines progress log in the index folder."""

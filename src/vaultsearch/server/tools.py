@@ -82,7 +82,7 @@ class VaultTools:
     def index_state(self) -> tuple[bool, bool, str | None]:
         """(building, stale, message) for answers read from the committed index."""
         s = self.live.state
-        building = s.indexing or (s.role != "reader" and s.runs == 0)
+        building = s.indexing or self.vault.indexing_now or (s.role != "reader" and s.runs == 0)
         if s.last_error:
             msg = f"The last index update failed ({s.last_error}); answers use the last good index."
             return building, True, msg
