@@ -119,36 +119,10 @@ def import_cpu(n: int = 5) -> float:
 def time_to_tools(vault: Path, index_dir: Path) -> tuple[float, float]:
     """Seconds from spawning the server to its `initialize` answer, and to its first
     `tools/list` answer (the SDK loaded: when a client can really start working)."""
-    from mcp_latency import INIT, server_cmd
+    from mcp_latency import time_handshake
 
-    t = time.perf_counter()
-    proc = subprocess.Popen(
-        server_cmd(vault, index_dir),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(json.dumps(INIT).encode() + b"\n")
-    proc.stdin.flush()
-    answer = json.loads(proc.stdout.readline())
-    initialized = time.perf_counter() - t
-    assert answer.get("id") == 1 and "result" in answer, answer
-    for message in (
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-    ):
-        proc.stdin.write(json.dumps(message).encode() + b"\n")
-    proc.stdin.flush()
-    answer = json.loads(proc.stdout.readline())
-    listed = time.perf_counter() - t
-    assert answer.get("id") == 2 and answer["result"]["tools"], answer
-    proc.stdin.close()  # the indexing it began stops with it
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    initialized, listed = time_handshake(vault, index_dir, list_tools=True)
+    assert listed is not None
     return initialized, listed
 
 

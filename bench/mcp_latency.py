@@ -53,6 +53,12 @@ def server_cmd(vault: Path, index_dir: Path) -> list[str]:
 
 def time_to_initialize(vault: Path, index_dir: Path) -> float:
     """Seconds from spawning the server to reading its `initialize` answer."""
+    return time_handshake(vault, index_dir, list_tools=False)[0]
+
+
+def time_handshake(vault: Path, index_dir: Path, list_tools: bool) -> tuple[float, float | None]:
+    """Seconds from spawning the server to its `initialize` answer and, with
+    ``list_tools``, to its first `tools/list` answer (when a client can start working)."""
     t = time.perf_counter()
     proc = subprocess.Popen(
         server_cmd(vault, index_dir),
@@ -64,15 +70,26 @@ def time_to_initialize(vault: Path, index_dir: Path) -> float:
     proc.stdin.write(json.dumps(INIT).encode() + b"\n")
     proc.stdin.flush()
     answer = json.loads(proc.stdout.readline())
-    elapsed = time.perf_counter() - t
+    initialized = time.perf_counter() - t
     assert answer.get("id") == 1 and "result" in answer, answer
+    listed = None
+    if list_tools:
+        for message in (
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        ):
+            proc.stdin.write(json.dumps(message).encode() + b"\n")
+        proc.stdin.flush()
+        answer = json.loads(proc.stdout.readline())
+        listed = time.perf_counter() - t
+        assert answer.get("id") == 2 and answer["result"]["tools"], answer
     proc.stdin.close()  # the indexing it began stops with it
     try:
         proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-    return elapsed
+    return initialized, listed
 
 
 def time_imports() -> float:
