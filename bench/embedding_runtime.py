@@ -32,9 +32,12 @@ def load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def config_file(work: Path, backend: str) -> Path:
-    path = work / f"{backend}.toml"
-    path.write_text(f'[embedding]\nbackend = "{backend}"\n', encoding="utf-8")
+def config_file(work: Path, backend: str, cache: bool = True) -> Path:
+    """``cache=False`` turns the per-user embedding cache off, so that "from scratch"
+    means every chunk goes through the model."""
+    path = work / f"{backend}{'' if cache else '-nocache'}.toml"
+    off = "" if cache else 'cache_dir = "off"\n'
+    path.write_text(f'[embedding]\nbackend = "{backend}"\n{off}', encoding="utf-8")
     return path
 
 
@@ -281,7 +284,10 @@ def part_index(source: Path, vault: Path) -> str:
         shutil.rmtree(index_dir, ignore_errors=True)
         before = load()
         index[backend] = run_child(
-            "--child-index", str(vault), str(index_dir), str(config_file(WORK, backend))
+            "--child-index",
+            str(vault),
+            str(index_dir),
+            str(config_file(WORK, backend, cache=False)),
         )
         loads[backend] = f"{before} → {load()}"
         print(backend, index[backend], loads[backend], flush=True)
