@@ -53,3 +53,32 @@ def test_no_shared_word_gives_the_best_passage_first_sentence() -> None:
 def test_no_hits_says_so_without_citations() -> None:
     answer = extractive_answer("anything", [])
     assert answer.citations == () and "No passage" in answer.text
+
+
+def test_passage_lines_keep_headings_code_and_tables_out_of_the_answer() -> None:
+    passage = (
+        "## How a rebuild is decided\n"
+        "The manifest records what shapes the index.\n"
+        "```sh\nvaultsearch index --check\n```\n"
+        "| key | rebuild |\n"
+        "A changed chunk size forces a rebuild of every index."
+    )
+    assert sentences(passage, lines_kept=True) == [
+        "The manifest records what shapes the index.",
+        "A changed chunk size forces a rebuild of every index.",
+    ]
+    snippet = "## How a rebuild is decided The manifest records what shapes the index."
+    hit = _hit("format.md", snippet, 10, 16)
+    joined = extractive_answer("how is a rebuild decided", [hit])
+    lined = extractive_answer("how is a rebuild decided", [hit], max_sentences=1, texts=[passage])
+    assert joined.text.startswith("How a rebuild is decided The manifest")  # heading run in
+    assert lined.text == "A changed chunk size forces a rebuild of every index. [1]"
+    assert lined.citations == (Citation(1, "format.md", 10, 16),)
+
+
+def test_hard_wrapped_lines_are_one_sentence() -> None:
+    passage = "A rebuild is needed when what shapes the\nindex changed.\n- A list item stays\n  apart from it."
+    assert sentences(passage, lines_kept=True) == [
+        "A rebuild is needed when what shapes the index changed.",
+        "A list item stays apart from it.",
+    ]

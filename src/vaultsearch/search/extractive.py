@@ -19,6 +19,8 @@ from vaultsearch.search.stopwords import content_words
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _MARKUP = re.compile(r"^\s*(?:#{1,6}\s+|[-*+]\s+|\d+[.)]\s+|>\s*)+")
+_NOT_PROSE = re.compile(r"^\s*(?:#{1,6}\s|\||---\s*$)")
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
 MAX_SENTENCE = 300
 
 
@@ -52,9 +54,13 @@ class _Sentence:
     score: float
 
 
-def sentences(text: str) -> list[str]:
+def sentences(text: str, lines_kept: bool = False) -> list[str]:
     """Sentences and lines of a passage, without heading and list markers, and without
-    the ellipses a snippet was cut with."""
+    the ellipses a snippet was cut with. Where the passage keeps its lines
+    (``lines_kept``), headings, fences, table rows and rules are not prose and are left
+    out; a snippet has its lines joined, so there only their markers go."""
+    if lines_kept:
+        text = "\n".join(_prose_lines(text))
     out = []
     for part in _SENTENCE_END.split(text.replace("…", " ")):
         s = _MARKUP.sub("", part).strip()
@@ -63,22 +69,47 @@ def sentences(text: str) -> list[str]:
     return out
 
 
+def _prose_lines(text: str) -> list[str]:
+    """Paragraphs of prose, each on one line: hard-wrapped Markdown lines joined, so a
+    sentence is not cut where the editor wrapped it."""
+    paragraphs: list[list[str]] = [[]]
+    fenced = False
+    for line in text.split("\n"):
+        if _FENCE.match(line):
+            fenced = not fenced
+            paragraphs.append([])
+        elif fenced or _NOT_PROSE.match(line) or not line.strip():
+            paragraphs.append([])
+        else:
+            if _MARKUP.match(line) and paragraphs[-1]:
+                paragraphs.append([])  # a list item or quote starts its own
+            paragraphs[-1].append(line.strip())
+    return [" ".join(p) for p in paragraphs if p]
+
+
 def _terms(text: str) -> set[str]:
     return {stem(w) for w in content_words(_WORD.findall(text.lower()))}
 
 
 def extractive_answer(
-    query: str, hits: Sequence[Hit], max_sentences: int = 3, max_passages: int = 3
+    query: str,
+    hits: Sequence[Hit],
+    max_sentences: int = 3,
+    max_passages: int = 3,
+    texts: Sequence[str | None] = (),
 ) -> Answer:
     """The ``max_sentences`` sentences of the first ``max_passages`` hits sharing most
     query words (earlier hits win ties), in the order of the hits and of the text;
-    citations are numbered in the order they first appear."""
+    citations are numbered in the order they first appear. ``texts`` are the hits'
+    passages with their lines (None where unreadable: the snippet is used)."""
     if not hits:
         return Answer("No passage in the vault matches this query.")
     wanted = _terms(query)
     found: list[_Sentence] = []
     for i, hit in enumerate(hits[:max_passages]):
-        for j, text in enumerate(sentences(hit.snippet)):
+        passage = texts[i] if i < len(texts) else None
+        split = sentences(passage, lines_kept=True) if passage else sentences(hit.snippet)
+        for j, text in enumerate(split):
             overlap = len(wanted & _terms(text)) / max(1, len(wanted))
             found.append(_Sentence(i, j, text, overlap - 0.01 * i))
     best = sorted(found, key=lambda s: (-s.score, s.hit, s.position))[:max_sentences]

@@ -40,6 +40,7 @@ from vaultsearch.search.extractive import Answer, extractive_answer
 from vaultsearch.server.activity import Activity, ActivityLog, follow_runs
 from vaultsearch.server.chatanswer import AnswerEndpointError, chat_answer
 from vaultsearch.server.openapi import openapi_spec
+from vaultsearch.sourceread import indexed_text
 from vaultsearch.store.manifest import SPEC_VERSION, read_manifest
 from vaultsearch.vault import Vault
 
@@ -233,7 +234,17 @@ def _answer(ctx: ControlContext, query: str, hits: list[Hit]) -> Answer:
             return chat_answer(config, query, hits)
         except AnswerEndpointError as exc:
             ctx.activity.add("answer_failed", f"{exc} Answered extractively.")
-    return extractive_answer(query, hits)
+    return extractive_answer(query, hits, texts=[_passage(ctx.vault, h) for h in hits[:3]])
+
+
+def _passage(vault: Vault, hit: Hit) -> str | None:
+    """The hit's lines as indexed (a heading stays on its own line there, unlike in
+    the snippet); None when the file cannot be read now."""
+    try:
+        lines = indexed_text(vault, hit.path)[1].split("\n")
+    except VaultsearchError:
+        return None
+    return "\n".join(lines[hit.start_line - 1 : hit.end_line]) or None
 
 
 # --- routes ------------------------------------------------------------------------------
