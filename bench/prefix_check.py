@@ -13,7 +13,6 @@ the bare chunks takes minutes once, then they are cached in bench/.cache/).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import statistics
 import sys
 from dataclasses import replace
@@ -22,10 +21,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import CACHE, write_section
+from _report import write_section
 from tune import load, trial_of
 from tune_cv import paired_bootstrap, sign_test
-from tune_data import Dataset, K, score_run
+from tune_data import Dataset, K, cached_unit_vectors, score_run
 from vaultsearch.config import Config
 
 
@@ -35,18 +34,8 @@ def bare_chunk_branch(ds: Dataset) -> dict[str, list[tuple[int, float]]]:
     ids = sorted(snap.note_of_chunk)
     rows = snap.chunk_rows(ids)
     texts = [rows[i].text for i in ids]
-    digest = hashlib.sha256("\0".join(texts).encode("utf-8")).hexdigest()[:16]
-    cache = CACHE / f"bare-chunks-{ds.name.replace(' ', '-')}-{digest}.npy"
     embedder = ds.orchestrator.embedder
-    if cache.is_file():
-        vectors = np.load(cache)
-    else:
-        vectors = np.concatenate(
-            [embedder.embed_texts(texts[s : s + 64]) for s in range(0, len(texts), 64)]
-        )
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        np.save(cache, vectors)
-    vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors = cached_unit_vectors(f"bare-chunks-{ds.name}", texts, embedder)
     out = {}
     for qid in ds.ids:
         r = ds.retrieved[qid]

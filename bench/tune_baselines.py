@@ -8,7 +8,6 @@ systems read the files, not our index, so our parser and chunker cannot flatter 
 
 from __future__ import annotations
 
-import hashlib
 import statistics
 import sys
 from collections.abc import Mapping, Sequence
@@ -18,26 +17,15 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import CACHE
 from plain_baselines import PlainBM25, PlainNote
-from tune_data import Dataset, Run, Trial, score_run
+from tune_data import Dataset, Run, Trial, cached_unit_vectors, score_run
 
 
 def whole_note_vectors(name: str, notes: Sequence[PlainNote], ds: Dataset) -> Run:
     """Cosine top 100 over one vector per note; vectors cached by the notes' text."""
     texts = [f"{n.title}\n{n.body}" for n in notes]
-    digest = hashlib.sha256("\0".join(texts).encode("utf-8")).hexdigest()[:16]
-    cache = CACHE / f"whole-note-{name.replace(' ', '-')}-{digest}.npy"
     embedder = ds.orchestrator.embedder
-    if cache.is_file():
-        vectors = np.load(cache)
-    else:
-        vectors = np.concatenate(
-            [embedder.embed_texts(texts[s : s + 64]) for s in range(0, len(texts), 64)]
-        )
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        np.save(cache, vectors)
-    vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors = cached_unit_vectors(f"whole-note-{name}", texts, embedder)
     run: Run = {}
     for qid in ds.ids:
         q = embedder.embed_query(ds.queries[qid])

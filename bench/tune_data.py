@@ -17,6 +17,9 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 import vaultsearch
 from vaultsearch.evaluation import mrr_at_k, ndcg_at_k, recall_at_k
@@ -209,3 +212,21 @@ def _store(path: Path, value: object) -> None:
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_bytes(pickle.dumps(value, protocol=5))
     tmp.replace(path)
+
+
+def cached_unit_vectors(label: str, texts: Sequence[str], embedder: Any) -> np.ndarray:
+    """Unit vectors of ``texts`` by the bundled model, cached in bench/.cache under
+    ``label`` and a digest of the texts, so a baseline re-run embeds nothing."""
+    from _report import CACHE
+
+    digest = hashlib.sha256("\0".join(texts).encode("utf-8")).hexdigest()[:16]
+    cache = CACHE / f"{label.replace(' ', '-')}-{digest}.npy"
+    if cache.is_file():
+        vectors = np.load(cache)
+    else:
+        vectors = np.concatenate(
+            [embedder.embed_texts(texts[s : s + 64]) for s in range(0, len(texts), 64)]
+        )
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        np.save(cache, vectors)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
