@@ -79,6 +79,14 @@ def cli_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "vaultsearch.cli", *args]
 
 
+def search_river(
+    root: Path, index_dir: Path, env: dict[str, str], user: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The keyword search every probe makes: the word is in a known share of the notes."""
+    args = ("search", "river", "--mode", "keyword", "--vault", str(root))
+    return run_cli(*args, "--index-dir", str(index_dir), env=env, user=user)
+
+
 def run_cli(
     *args: str, env: dict[str, str], user: str | None = None
 ) -> subprocess.CompletedProcess[str]:
@@ -375,17 +383,7 @@ def disk_full(root: Path, index_dir: Path, env: dict[str, str], work: Path) -> d
         run = run_cli("index", str(root), "--index-dir", str(small), "--full", "--quiet", env=env)
         after = view(small)
         check = run_cli("check", str(root), "--index-dir", str(small), env=env)
-        search = run_cli(
-            "search",
-            "river",
-            "--mode",
-            "keyword",
-            "--vault",
-            str(root),
-            "--index-dir",
-            str(small),
-            env=env,
-        )
+        search = search_river(root, small, env)
         return {
             "tmpfs_kb": kb,
             "rebuild_exit": run.returncode,
@@ -436,18 +434,7 @@ def read_only(root: Path, index_dir: Path, env: dict[str, str], work: Path) -> d
 
 def probe(root: Path, index_dir: Path, env: dict[str, str], user: str | None) -> dict[str, object]:
     before = sorted(str(p) for p in index_dir.rglob("*"))
-    search = run_cli(
-        "search",
-        "river",
-        "--mode",
-        "keyword",
-        "--vault",
-        str(root),
-        "--index-dir",
-        str(index_dir),
-        env=env,
-        user=user,
-    )
+    search = search_river(root, index_dir, env, user)
     check = run_cli("check", str(root), "--index-dir", str(index_dir), env=env, user=user)
     status = run_cli(
         "status", "--json", str(root), "--index-dir", str(index_dir), env=env, user=user
