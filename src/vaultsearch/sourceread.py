@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 from vaultsearch.browse import (
     Browser,
     LineSlice,
-    NoteNotFoundError,
     file_lines,
     heading_lines,
     slice_lines,
@@ -23,6 +22,7 @@ from vaultsearch.browse import (
 from vaultsearch.errors import QueryError
 from vaultsearch.indexing.changes import read_regular
 from vaultsearch.models import Heading
+from vaultsearch.parsers import is_binary
 from vaultsearch.store.catalog import ChunkRow
 
 if TYPE_CHECKING:
@@ -133,13 +133,15 @@ def read_source(
     )
 
 
-def passage_lines(vault: Vault, browser: Browser, path: str) -> list[str]:
-    """The lines a hit cites: a vault note as its file is now (what read_note shows), a
-    source's file or a PDF as indexed (what read_source shows)."""
-    try:
-        return file_lines(browser.read_text(path)[1])
-    except NoteNotFoundError:
-        return file_lines(indexed_text(vault, path)[1])
+def passage_lines(vault: Vault, browser: Browser, path: str) -> tuple[str, list[str]]:
+    """(path, lines) a hit cites: a vault note as its file is now (what read_note shows),
+    a source's file or a PDF as indexed (what read_source shows)."""
+    sources = vault.manager().sources
+    parser = sources.parser_for(path)
+    if sources.split(path)[0] or (parser is not None and is_binary(parser)):
+        return path, file_lines(indexed_text(vault, path)[1])
+    rel, text, _ = browser.read_text(path)
+    return rel, file_lines(text)
 
 
 def indexed_text(vault: Vault, path: str) -> tuple[NoteMeta, str]:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
-from vaultsearch.browse import file_lines
 from vaultsearch.errors import QueryError
 from vaultsearch.reports import library
 from vaultsearch.reports.report import cite, file_name_for, write_report
@@ -79,7 +78,7 @@ class SessionTools:
         if h.heading_path:
             row["heading_path"] = h.heading_path
         try:
-            lines = passage_lines(self.vault, self.tools.browser, h.path)
+            lines = passage_lines(self.vault, self.tools.browser, h.path)[1]
             row["text"] = "\n".join(lines[h.start_line - 1 : h.end_line])[:_MAX_TEXT]
             if h.end_line > len(lines):
                 row["message"] = "The note is shorter now than when it was searched."
@@ -197,10 +196,7 @@ class SessionTools:
             return answer(data, f"wrote {rel} ({sources} sources, template {data['template']})")
 
     def _read_lines(self, path: str) -> tuple[str, list[str]]:
-        if self.vault.manager().sources.split(path)[0] or path.lower().endswith(".pdf"):
-            return path, passage_lines(self.vault, self.tools.browser, path)
-        rel, text, _ = self.tools.browser.read_text(path)
-        return rel, file_lines(text)
+        return passage_lines(self.vault, self.tools.browser, path)
 
     def _file_uri(self, path: str) -> str:
         real = self.vault.manager().sources.file_path(path)

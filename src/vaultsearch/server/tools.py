@@ -174,7 +174,7 @@ class VaultTools:
     def _lines(self, path: str) -> list[str] | None:
         """The note's file lines for passages; None when it went away since indexing."""
         try:
-            return passage_lines(self.vault, self.browser, path)
+            return passage_lines(self.vault, self.browser, path)[1]
         except VaultsearchError:
             return None
 
