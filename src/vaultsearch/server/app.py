@@ -105,11 +105,17 @@ class Background:
 class VaultServer(MCPServer[Any]):
     """MCPServer with the notes listed as resources and stdio over ``StdioWire``."""
 
-    def __init__(self, vault_tools: VaultTools, wire: StdioWire | None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        vault_tools: VaultTools,
+        wire: StdioWire | None,
+        activity: ActivityLog | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.vault_tools = vault_tools
         self.wire = wire
-        self.activity: ActivityLog | None = None
+        self.activity = activity
         register_note_template(self, vault_tools.browser)
         register_code_template(self, vault_tools.vault)
 
@@ -176,6 +182,7 @@ def build_server(
     server = VaultServer(
         tools,
         wire,
+        activity,
         name=SERVER_NAME,
         title=SERVER_NAME,
         version=__version__,
@@ -189,7 +196,6 @@ def build_server(
         middleware=[valid_params, log, *([] if writes else [refuse_writes])],
     )
     register_template_resources(server, vault)
-    server.activity = activity
     return server
 
 
