@@ -279,3 +279,26 @@ def test_progress_moves_per_embedded_chunk(write_vault: WriteVault, embedder: ob
     assert all(0 < files < recorder.total for files, _ in per_call)
     assert sum(c for _, c in recorder.events) == summary.chunks_embedded
     assert sum(f for f, _ in recorder.events) == pytest.approx(recorder.total)
+
+
+def test_a_file_gone_between_scan_and_read_is_removed_not_failed(tmp_path: Path) -> None:
+    """An editor's save-by-rename or a sync tool moves files while a run reads them:
+    the old path is gone (its note deleted), not recorded as an unreadable file."""
+    from vaultsearch.indexing.changes import plan_changes
+    from vaultsearch.indexing.scan import IgnoreRules, scan_vault
+    from vaultsearch.parsers import ParserRegistry
+
+    (tmp_path / "kept.md").write_text("# Kept\n", encoding="utf-8")
+    (tmp_path / "moving.md").write_text("# Moving\n", encoding="utf-8")
+    (tmp_path / "broken.md").write_text("# Broken\n", encoding="utf-8")
+    scanned = scan_vault(tmp_path, IgnoreRules(tmp_path), ParserRegistry())
+    (tmp_path / "moving.md").rename(tmp_path / "moved.md")
+    (tmp_path / "broken.md").unlink()
+    (tmp_path / "broken.md").mkdir()  # there, but cannot be read as a file
+
+    known = {"moving.md": (7, "old-hash", 9, 1), "kept.md": (8, "older-hash", 7, 1)}
+    failures = {"moving.md": ("cannot read: earlier", 1, 1)}
+    plan = plan_changes(scanned, known, failures, max_size=1 << 20)
+    assert set(plan.failed) == {"broken.md"}
+    assert [ft.info.path for ft in plan.changed] == ["kept.md"]
+    assert plan.deleted == [(7, "moving.md")] and plan.gone_failures == ["moving.md"]

@@ -40,6 +40,7 @@ def test_a_session_over_streamable_http(
     port = free_port()
     args = server_args(root, index_dir, "--no-watch", "--http", "--port", str(port))
     proc = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    failure: BaseException | None = None
     try:
         wait_listening(proc, port)
 
@@ -57,10 +58,14 @@ def test_a_session_over_streamable_http(
         anyio.run(session)
         taken = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=60)
         assert taken.returncode == 2 and f"Cannot listen on 127.0.0.1:{port}" in taken.stderr
+    except BaseException as exc:
+        failure = exc
     finally:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(timeout=20)
     out, err = proc.communicate()
+    if failure is not None:  # what the server said is the only clue to an HTTP-level error
+        raise AssertionError(f"server stderr:\n{err.decode(errors='replace')[-6000:]}") from failure
     assert code == 0 and out == b""
     assert b"Traceback" not in err
     assert f'"url": "http://127.0.0.1:{port}/mcp"}}'.encode() in err  # loopback, no warning

@@ -149,6 +149,7 @@ def plan_changes(
     """Compare the files on disk with the catalog; pure but for reading changed files."""
     plan = ChangePlan()
     candidates: list[FileText] = []
+    vanished: set[str] = set()
     for path, info in scanned.items():
         old = known.get(path)
         prior_failure = failures.get(path)
@@ -164,7 +165,12 @@ def plan_changes(
             continue
         result = read_text(info, max_size)
         if isinstance(result, str):
-            plan.failed[path] = (result, info.mtime_ns, info.size)
+            if not os.path.lexists(info.abs_path):
+                # deleted or renamed since the scan: gone, not unreadable; the next
+                # scan sees it at its new path
+                vanished.add(path)
+            else:
+                plan.failed[path] = (result, info.mtime_ns, info.size)
             continue
         if old and not reparse_all and old[1] == result.content_hash:
             plan.touched.append((old[0], info.mtime_ns))
@@ -172,7 +178,8 @@ def plan_changes(
             continue
         candidates.append(result)
 
-    gone = {p: v for p, v in known.items() if p not in scanned or p in plan.failed}
+    present = scanned.keys() - vanished
+    gone = {p: v for p, v in known.items() if p not in present or p in plan.failed}
     by_hash: dict[str, list[str]] = {}
     for path in sorted(gone):
         if path in plan.failed:
@@ -188,7 +195,7 @@ def plan_changes(
             if ft.info.path not in known:
                 plan.new_paths.add(ft.info.path)
     plan.deleted = sorted(((v[0], p) for p, v in gone.items()), key=lambda x: x[1])
-    plan.gone_failures = sorted(p for p in failures if p not in scanned)
+    plan.gone_failures = sorted(p for p in failures if p not in present)
     return plan
 
 
