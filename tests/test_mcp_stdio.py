@@ -318,6 +318,31 @@ def finish(proc: subprocess.Popen[bytes]) -> tuple[int, str, str]:
     return code, out.decode(), err.decode()
 
 
+def test_resources_are_listed_a_page_at_a_time(tmp_path: Path) -> None:
+    """Past one page the client follows next_cursor and sees every note exactly once;
+    a cursor the server never gave is refused with a sentence."""
+    root = write_files(tmp_path / "vault", {f"n/{i:03d}.md": f"# N{i}\n" for i in range(205)})
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=server_args(root, tmp_path / "index", "--no-watch"),
+        env=dict(os.environ),
+    )
+
+    async def session() -> None:
+        async with Client(params, read_timeout_seconds=120) as c:
+            first = await c.list_resources()
+            assert len(first.resources) == 200 and first.next_cursor
+            rest = await c.list_resources(cursor=first.next_cursor)
+            assert rest.next_cursor is None
+            uris = [str(r.uri) for r in (*first.resources, *rest.resources)]
+            notes = sorted(f"note://n/{i:03d}.md" for i in range(205))
+            assert uris == sorted([*notes, "template://current/schema"])
+            with pytest.raises(MCPError, match="not a cursor this server gave"):
+                await c.list_resources(cursor="7")
+
+    anyio.run(session)
+
+
 def test_sigterm_ends_cleanly_while_the_model_loads(indexed: tuple[Path, Path]) -> None:
     proc = raw_server(*indexed)
     assert proc.stdout is not None

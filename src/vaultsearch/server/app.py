@@ -18,7 +18,15 @@ from typing import Any, TextIO
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.types import CallToolResult, InputRequiredResult, Resource
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    InputRequiredResult,
+    ListResourcesResult,
+    PaginatedRequestParams,
+    Resource,
+)
 
 from vaultsearch import __version__
 from vaultsearch.errors import VaultsearchError
@@ -36,6 +44,7 @@ from vaultsearch.server.registry import build_tools
 from vaultsearch.server.resources import (
     note_resources,
     read_code,
+    resource_page,
     register_code_template,
     register_note_template,
 )
@@ -148,6 +157,17 @@ class VaultServer(MCPServer[Any]):
     async def list_resources(self) -> list[Resource]:
         notes = await anyio.to_thread.run_sync(note_resources, self.vault_tools.browser)
         return [*await super().list_resources(), *notes]
+
+    async def _handle_list_resources(
+        self, ctx: Any, params: PaginatedRequestParams | None
+    ) -> ListResourcesResult:
+        """Paged (the SDK's own handler answers every resource at once)."""
+        try:
+            cursor = params.cursor if params is not None else None
+            page, more = resource_page(await self.list_resources(), cursor)
+        except ValueError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from exc
+        return ListResourcesResult(resources=page, next_cursor=more)
 
     async def run_stdio_async(self) -> None:
         if self.wire is None:

@@ -22,6 +22,27 @@ if TYPE_CHECKING:
 
 TEMPLATE = "note://{+path}"
 MIME = "text/markdown"
+RESOURCE_PAGE = 200
+"""Resources per ``resources/list`` answer: a 2,700-note vault in one answer is 300 KB
+that a client holds in memory before it shows the first name."""
+
+
+def resource_page(
+    items: list[Resource], cursor: str | None, size: int = RESOURCE_PAGE
+) -> tuple[list[Resource], str | None]:
+    """One page of ``items`` in URI order and the cursor of the next page, if any.
+    The cursor is the last URI served, so a note added or removed between two pages
+    neither repeats nor skips the others."""
+    ordered = sorted(items, key=lambda r: str(r.uri))
+    start = 0
+    if cursor is not None:
+        if not cursor.startswith("after:"):
+            raise ValueError(f"{cursor!r} is not a cursor this server gave; list from the start.")
+        last = unquote(cursor.removeprefix("after:"))
+        start = next((i for i, r in enumerate(ordered) if str(r.uri) > last), len(ordered))
+    page = ordered[start : start + size]
+    more = start + size < len(ordered)
+    return page, ("after:" + quote(str(page[-1].uri), safe="") if more and page else None)
 
 
 def note_uri(path: str) -> str:
