@@ -131,6 +131,18 @@ def _looks_binary(data: bytes, text_only: bytes) -> bool:
     return controls > len(sample) // 100
 
 
+def _vanished(path: Path) -> bool:
+    """Not there any more; a path that cannot even be looked at (a folder without
+    search permission) is there, and unreadable."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        return False
+    return False
+
+
 def _decode_legacy(data: bytes) -> tuple[str, str]:
     """Notes from old Windows editors are usually cp1252; latin-1 decodes anything."""
     try:
@@ -165,7 +177,7 @@ def plan_changes(
             continue
         result = read_text(info, max_size)
         if isinstance(result, str):
-            if not os.path.lexists(info.abs_path):
+            if _vanished(info.abs_path):
                 # deleted or renamed since the scan: gone, not unreadable; the next
                 # scan sees it at its new path
                 vanished.add(path)
