@@ -44,9 +44,9 @@ from vaultsearch.server.registry import build_tools
 from vaultsearch.server.resources import (
     note_resources,
     read_code,
-    resource_page,
     register_code_template,
     register_note_template,
+    resource_page,
 )
 from vaultsearch.server.toolbox_registry import (
     refuse_writes,
