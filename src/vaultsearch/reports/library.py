@@ -12,14 +12,14 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jinja2
 import yaml
-from jinja2 import meta
-from jinja2.sandbox import SandboxedEnvironment
 
 from vaultsearch.errors import QueryError
+
+if TYPE_CHECKING:  # Jinja2 loads with the first template: an idle server never needs it
+    from jinja2.sandbox import SandboxedEnvironment
 
 SHIPPED = Path(__file__).parent / "templates"
 SUFFIX = ".md.j2"
@@ -60,6 +60,8 @@ class TemplateInfo:
 def environment() -> SandboxedEnvironment:
     """Sandboxed: a template cannot reach Python internals (``__class__``, ``mro``...);
     no autoescape, because the output is Markdown, not HTML."""
+    from jinja2.sandbox import SandboxedEnvironment
+
     return SandboxedEnvironment(
         autoescape=False, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True
     )
@@ -112,6 +114,9 @@ def front_matter(text: str) -> dict[str, Any]:
 def info(vault_root: Path, name: str) -> TemplateInfo:
     text, origin = source(vault_root, name)
     fm = front_matter(text)
+    import jinja2
+    from jinja2 import meta
+
     try:
         used = meta.find_undeclared_variables(environment().parse(text))
     except jinja2.TemplateSyntaxError as exc:
@@ -142,6 +147,8 @@ def render(vault_root: Path, name: str, variables: dict[str, Any]) -> str:
             "get_template_schema lists what each is."
         )
     body = _FRONT.sub("", text, count=1)
+    import jinja2
+
     try:
         return environment().from_string(body).render(**variables)
     except jinja2.exceptions.SecurityError as exc:
