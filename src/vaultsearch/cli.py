@@ -283,8 +283,10 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     from vaultsearch._runtime import reserve_core_for_queries
+    from vaultsearch.server.memory import limit_arenas
     from vaultsearch.server.pipe import StdioPipe
 
+    limit_arenas()  # before the first thread
     # From here on `initialize` is answered while the rest loads; not for a vault folder
     # that is missing, whose error must come instead of a handshake.
     early = not args.http and Path(args.vault or ".").expanduser().is_dir()
