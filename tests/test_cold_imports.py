@@ -4,11 +4,15 @@ MB): each runs in a fresh process, as a user runs it, and reports what it import
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.conftest import write_files
 from vaultsearch import Vault
@@ -22,7 +26,26 @@ RUNTIMES = {
     "llama_index",
     "onnxruntime",
 }
-INDEX_STACK = {"numpy", "faiss", "tantivy", "networkx"}
+INDEX_STACK = {"numpy", "faiss", "tantivy"}
+NEVER_IN_THE_SERVER = {
+    "torch",
+    "transformers",
+    "sentence_transformers",
+    "llama_index",
+    "networkx",
+    "jinja2",
+    "pypdf",
+    "tree_sitter_python",
+    "tree_sitter_javascript",
+    "tree_sitter_typescript",
+    "tree_sitter_go",
+    "tree_sitter_rust",
+    "tree_sitter_java",
+}
+"""Not in an idle ``vaultsearch mcp`` over stdio on a Markdown vault, even after
+searches and link questions: the torch stack, the graph library the index no longer
+uses, what only reports, PDFs and code files need. (uvicorn and starlette are not
+listed: the MCP SDK imports them itself, for stdio too.)"""
 
 PROBE = """
 import json, sys
@@ -95,3 +118,33 @@ def test_the_stdio_pipe_answers_initialize_without_the_sdk() -> None:
         {"mcp", "mcp_types", "pydantic", "anyio", "tree_sitter", "yaml"} | RUNTIMES | INDEX_STACK
     )
     assert not modules & heavy, modules & heavy
+
+
+def test_idle_stdio_server_after_a_session_loads_only_what_it_used(indexed: Path) -> None:
+    """A real ``vaultsearch mcp`` driven by the SDK's client: a hybrid search (the model
+    loads), a keyword search, backlinks and related notes, then the client leaves and
+    the server reports everything it imported while serving."""
+    log = indexed.parent / "mcp-stderr.log"
+
+    async def session() -> None:
+        argv = ["-c", PROBE, "mcp", str(indexed), "--no-watch"]
+        params = StdioServerParameters(command=sys.executable, args=argv, env=dict(os.environ))
+        with log.open("w") as err:
+            async with Client(stdio_client(params, errlog=err), read_timeout_seconds=120) as c:
+                for args in ({"query": "owls at night"}, {"query": "owls", "mode": "keyword"}):
+                    found = await c.call_tool("search", args)
+                    assert not found.is_error and (found.structured_content or {})["hits"]
+                for tool, args in (
+                    ("links", {"kind": "backlinks", "path": "b.md"}),
+                    ("related", {"path": "a.md"}),
+                ):
+                    answer = await c.call_tool(tool, args)
+                    assert not answer.is_error, answer.content
+                    assert "a.md" in json.dumps(answer.structured_content)
+
+    anyio.run(session)
+    report = json.loads(log.read_text().strip().splitlines()[-1])
+    modules = set(report["modules"])
+    assert report["code"] == 0
+    assert modules & RUNTIMES, "the hybrid search must have loaded a model runtime"
+    assert not modules & NEVER_IN_THE_SERVER, modules & NEVER_IN_THE_SERVER
