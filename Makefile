@@ -14,7 +14,7 @@ QUERY     ?= how does vaultsearch decide that a rebuild is needed
 TORCH       ?= torch==2.13.0
 TORCH_INDEX ?=
 
-.PHONY: setup setup-demo demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-reliability-store bench-tune bench-confidence bench-embedding bench-vault-quality bench-code bench-mcp-size bench-sources browser bench-screenshot bench-prefix bench-chunking clean
+.PHONY: setup setup-demo demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-reliability-store bench-tune bench-confidence bench-embedding bench-vault-quality bench-code bench-mcp-size bench-mcp-memory bench-sources browser bench-screenshot bench-prefix bench-chunking clean
 
 setup: $(STAMP)
 
@@ -108,6 +108,9 @@ bench-screenshot: setup browser
 
 bench-cancel: setup
 	$(BIN)/python bench/cancel_index.py
+
+bench-mcp-memory: setup
+	$(BIN)/python bench/mcp_memory.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_VENV) .pytest_cache .mypy_cache .ruff_cache
