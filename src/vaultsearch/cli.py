@@ -276,17 +276,19 @@ def cmd_init(args: argparse.Namespace) -> int:
 def cmd_watch(args: argparse.Namespace) -> int:
     from vaultsearch._runtime import reserve_core_for_queries
     from vaultsearch.indexing.watcher import watch_forever
+    from vaultsearch.server.memory import tune_allocator
 
+    tune_allocator()
     reserve_core_for_queries()
     return watch_forever(_open(args))
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     from vaultsearch._runtime import reserve_core_for_queries
-    from vaultsearch.server.memory import limit_arenas
+    from vaultsearch.server.memory import tune_allocator
     from vaultsearch.server.pipe import StdioPipe
 
-    limit_arenas()  # before the first thread
+    tune_allocator()  # before the first thread
     # From here on `initialize` is answered while the rest loads; not for a vault folder
     # that is missing, whose error must come instead of a handshake.
     early = not args.http and Path(args.vault or ".").expanduser().is_dir()
@@ -307,8 +309,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from vaultsearch.server.memory import tune_allocator
     from vaultsearch.server.serve import run_serve
 
+    tune_allocator()
     return run_serve(
         _open(args),
         host=args.host,
