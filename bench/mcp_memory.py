@@ -33,6 +33,9 @@ from embedding_runtime import QUERY, server_rss  # light: the stages child impor
 NAME = "vaultofknowledge"
 WORK = CACHE / "mcp-memory"
 IDLE_SECONDS = 3
+EDITS = 10
+EDITED = "rss-bench-edited-note.md"
+"""Written, rewritten and finally deleted in the vault copy by the watcher run."""
 GROUPS = {
     "model files": (".blob", ".onnx", ".npy", "/model/"),
     "model runtime": ("openvino", "onnxruntime", "tokenizers"),
@@ -105,6 +108,50 @@ def idle_server(vault: Path, index_dir: Path) -> dict[str, object]:
                     "groups": mapping_groups(pid),
                 }
 
+    return anyio.run(go)
+
+
+def edited_server(vault: Path, index_dir: Path) -> list[float]:
+    """With the watcher on (the default): one hybrid search, then a note written and
+    rewritten ``EDITS`` times, each time until a search finds its new word; RSS (MB)
+    after the search and after each edit. The note is deleted at the end."""
+    import anyio
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    from mcp_latency import server_cmd
+
+    cmd = [a for a in server_cmd(vault, index_dir) if a != "--no-watch"]
+    note = vault / EDITED
+
+    async def until_found(c: Client, word: str, present: bool) -> None:
+        for _ in range(600):
+            r = await c.call_tool("search", {"query": word, "mode": "keyword"})
+            hits = (r.structured_content or {}).get("hits") or []
+            if any(h.get("path") == EDITED for h in hits) == present:
+                return
+            await anyio.sleep(0.2)
+        raise RuntimeError(f"the watcher never indexed the edit {word!r}")
+
+    async def go() -> list[float]:
+        params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ))
+        rss: list[float] = []
+        with open(os.devnull, "w") as quiet:
+            async with Client(stdio_client(params, errlog=quiet), read_timeout_seconds=300) as c:
+                r = await c.call_tool("search", {"query": QUERY})
+                assert not r.is_error, r.content
+                await anyio.sleep(IDLE_SECONDS)
+                rss.append(server_rss(str(vault))[0])
+                for i in range(EDITS):
+                    word = f"zqxedit{i}marker"
+                    note.write_text(f"# Edited note\n\nA paragraph with {word} in it.\n")
+                    await until_found(c, word, present=True)
+                    rss.append(server_rss(str(vault))[0])
+                note.unlink()
+                await until_found(c, f"zqxedit{EDITS - 1}marker", present=False)
+        return rss
+
+    note.unlink(missing_ok=True)
     return anyio.run(go)
 
 
@@ -206,7 +253,10 @@ def main() -> None:
     server = idle_server(vault, index_dir)
     steps = stages(vault, index_dir)
     after = load()
-    print(json.dumps({"server": server, "stages": steps}, indent=1))
+    edits_before = load()
+    edited = edited_server(vault, index_dir)
+    edits_after = load()
+    print(json.dumps({"server": server, "stages": steps, "edited": edited}, indent=1))
 
     label = args.label
     groups: dict[str, float] = server["groups"]  # type: ignore[assignment]
@@ -218,6 +268,11 @@ def main() -> None:
         f"| {server['anonymous']:.0f} | {server['threads']} | {before} → {after} |"
     )
     group_row = f"| {label} | " + " | ".join(f"{groups.get(n, 0):.0f}" for n in names) + " |"
+    edit_row = (
+        f"| {label} | {edited[0]:.0f} | "
+        + " | ".join(f"{x:.0f}" for x in edited[1:EDITS:3])
+        + f" | **{edited[-1]:.0f}** | {edits_before} → {edits_after} |"
+    )
     stage_row = (
         f"| {label} | {rss['interpreter']:.0f} | "
         + " | ".join(f"+{d:.0f}" for d in deltas)
@@ -249,6 +304,14 @@ so its total differs by a few MB):
 | label | interpreter | {" | ".join(f"+ {s}" for s in STAGES[1:])} | total | modules |
 | --- |{" ---: |" * (len(STAGES) + 2)}
 {chr(10).join([*earlier_rows(label, 2), stage_row])}
+
+**With the watcher on, while notes change** (the default `vaultsearch mcp`): after one
+hybrid search, one note written and then rewritten {EDITS} times, each time until a
+keyword search finds its new word (an index update embedding one chunk); RSS MB:
+
+| label | after the search | {" | ".join(f"after edit {i}" for i in range(1, EDITS, 3))} | after edit {EDITS} | load average before → after |
+| --- |{" ---: |" * (len(range(1, EDITS, 3)) + 2)} --- |
+{chr(10).join([*earlier_rows(label, 3), edit_row])}
 """
     write_section("mcp-memory", "Memory of an idle MCP server", body)
 
