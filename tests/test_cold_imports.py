@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -120,17 +121,39 @@ def test_the_stdio_pipe_answers_initialize_without_the_sdk() -> None:
     assert not modules & heavy, modules & heavy
 
 
+SERVER_PROBE = """
+import json, os, signal, sys
+out = sys.argv.pop(1)
+
+
+def report(*_):
+    with open(out + ".tmp", "w") as f:
+        json.dump(sorted({m.split(".")[0] for m in list(sys.modules)}), f)
+    os.replace(out + ".tmp", out)
+
+
+signal.signal(signal.SIGUSR1, report)
+with open(out + ".pid", "w") as f:
+    f.write(str(os.getpid()))
+from vaultsearch.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+"""``vaultsearch mcp`` that writes what it has imported when sent SIGUSR1, so a test
+reads it while the session is open (not at an exit the client may cut short)."""
+
+
 def test_idle_stdio_server_after_a_session_loads_only_what_it_used(indexed: Path) -> None:
     """A real ``vaultsearch mcp`` driven by the SDK's client: a hybrid search (the model
-    loads), a keyword search, backlinks and related notes, then the client leaves and
-    the server reports everything it imported while serving."""
-    log = indexed.parent / "mcp-stderr.log"
+    loads), a keyword search, backlinks and related notes; then, still connected, the
+    server reports everything it has imported."""
+    out = indexed.parent / "mcp-modules.json"
+    out.unlink(missing_ok=True)
 
-    async def session() -> None:
-        argv = ["-c", PROBE, "mcp", str(indexed), "--no-watch"]
+    async def session() -> list[str]:
+        argv = ["-c", SERVER_PROBE, str(out), "mcp", str(indexed), "--no-watch"]
         params = StdioServerParameters(command=sys.executable, args=argv, env=dict(os.environ))
-        with log.open("w") as err:
-            async with Client(stdio_client(params, errlog=err), read_timeout_seconds=120) as c:
+        with open(os.devnull, "w") as quiet:
+            async with Client(stdio_client(params, errlog=quiet), read_timeout_seconds=120) as c:
                 for args in ({"query": "owls at night"}, {"query": "owls", "mode": "keyword"}):
                     found = await c.call_tool("search", args)
                     assert not found.is_error and (found.structured_content or {})["hits"]
@@ -141,10 +164,14 @@ def test_idle_stdio_server_after_a_session_loads_only_what_it_used(indexed: Path
                     answer = await c.call_tool(tool, args)
                     assert not answer.is_error, answer.content
                     assert "a.md" in json.dumps(answer.structured_content)
+                os.kill(int(Path(f"{out}.pid").read_text()), signal.SIGUSR1)
+                with anyio.fail_after(60):
+                    while not out.is_file():
+                        await anyio.sleep(0.05)
+                    await c.call_tool("index_status", {})  # still serving after the report
+        listed: list[str] = json.loads(out.read_text())
+        return listed
 
-    anyio.run(session)
-    report = json.loads(log.read_text().strip().splitlines()[-1])
-    modules = set(report["modules"])
-    assert report["code"] == 0
+    modules = set(anyio.run(session))
     assert modules & RUNTIMES, "the hybrid search must have loaded a model runtime"
     assert not modules & NEVER_IN_THE_SERVER, modules & NEVER_IN_THE_SERVER
