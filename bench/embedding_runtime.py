@@ -153,25 +153,12 @@ def compile_sources() -> None:
 
 def mcp_idle_rss(vault: Path, index_dir: Path) -> tuple[float, float]:
     """MB resident in an idle server after one hybrid search through the protocol."""
-    import anyio
-    from mcp import Client
-    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp_memory import after_search
 
-    from mcp_latency import server_cmd
+    async def read(_: object) -> tuple[float, float]:
+        return server_rss(str(vault))
 
-    cmd = server_cmd(vault, index_dir)
-
-    async def go() -> tuple[float, float]:
-        # the SDK passes the server only a few variables: PYTHONPATH must reach it too
-        params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ))
-        with open(os.devnull, "w") as quiet:
-            async with Client(stdio_client(params, errlog=quiet), read_timeout_seconds=300) as c:
-                r = await c.call_tool("search", {"query": QUERY})
-                assert not r.is_error, r.content
-                await anyio.sleep(3)
-                return server_rss(str(vault))
-
-    return anyio.run(go)
+    return after_search(vault, index_dir, read)
 
 
 def server_rss(vault: str) -> tuple[float, float]:

@@ -24,11 +24,18 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import CACHE, DOC, SHARED, require, write_section
 from embedding_runtime import QUERY, server_rss  # light: the stages child imports it too
+
+if TYPE_CHECKING:
+    from mcp import Client
+
+T = TypeVar("T")
 
 NAME = "vaultofknowledge"
 WORK = CACHE / "mcp-memory"
@@ -79,49 +86,58 @@ def classify(name: str) -> str:
     return "other files"
 
 
-def idle_server(vault: Path, index_dir: Path) -> dict[str, object]:
-    """One hybrid search through the protocol, a few idle seconds, then the server's
-    memory: the headline as embedding_runtime.py reads it, and the breakdown."""
+def after_search(
+    vault: Path,
+    index_dir: Path,
+    then: Callable[[Client], Awaitable[T]],
+    watch: bool = False,
+) -> T:
+    """``vaultsearch mcp`` (the watcher off unless ``watch``), one hybrid search through
+    the SDK's client, ``IDLE_SECONDS`` idle, then ``then`` with the session still open."""
     import anyio
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     from mcp_latency import server_cmd
 
-    cmd = server_cmd(vault, index_dir)
+    cmd = [a for a in server_cmd(vault, index_dir) if not watch or a != "--no-watch"]
 
-    async def go() -> dict[str, object]:
+    async def go() -> T:
+        # the SDK passes the server only a few variables: PYTHONPATH must reach it too
         params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ))
         with open(os.devnull, "w") as quiet:
             async with Client(stdio_client(params, errlog=quiet), read_timeout_seconds=300) as c:
                 r = await c.call_tool("search", {"query": QUERY})
                 assert not r.is_error, r.content
                 await anyio.sleep(IDLE_SECONDS)
-                rss, private = server_rss(str(vault))
-                pid = server_pid(str(vault))
-                rollup = smaps_rollup(pid)
-                return {
-                    "rss": rss,
-                    "private": private,
-                    "anonymous": rollup["Anonymous"],
-                    "threads": len(os.listdir(f"/proc/{pid}/task")),
-                    "groups": mapping_groups(pid),
-                }
+                return await then(c)
 
     return anyio.run(go)
 
 
+def idle_server(vault: Path, index_dir: Path) -> dict[str, object]:
+    """The headline as embedding_runtime.py reads it, and the breakdown."""
+
+    async def read(_: Client) -> dict[str, object]:
+        rss, private = server_rss(str(vault))
+        pid = server_pid(str(vault))
+        return {
+            "rss": rss,
+            "private": private,
+            "anonymous": smaps_rollup(pid)["Anonymous"],
+            "threads": len(os.listdir(f"/proc/{pid}/task")),
+            "groups": mapping_groups(pid),
+        }
+
+    return after_search(vault, index_dir, read)
+
+
 def edited_server(vault: Path, index_dir: Path) -> list[float]:
-    """With the watcher on (the default): one hybrid search, then a note written and
+    """With the watcher on (the default): after the search, a note written and
     rewritten ``EDITS`` times, each time until a search finds its new word; RSS (MB)
     after the search and after each edit. The note is deleted at the end."""
     import anyio
-    from mcp import Client
-    from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    from mcp_latency import server_cmd
-
-    cmd = [a for a in server_cmd(vault, index_dir) if a != "--no-watch"]
     note = vault / EDITED
 
     async def until_found(c: Client, word: str, present: bool) -> None:
@@ -133,26 +149,19 @@ def edited_server(vault: Path, index_dir: Path) -> list[float]:
             await anyio.sleep(0.2)
         raise RuntimeError(f"the watcher never indexed the edit {word!r}")
 
-    async def go() -> list[float]:
-        params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ))
-        rss: list[float] = []
-        with open(os.devnull, "w") as quiet:
-            async with Client(stdio_client(params, errlog=quiet), read_timeout_seconds=300) as c:
-                r = await c.call_tool("search", {"query": QUERY})
-                assert not r.is_error, r.content
-                await anyio.sleep(IDLE_SECONDS)
-                rss.append(server_rss(str(vault))[0])
-                for i in range(EDITS):
-                    word = f"zqxedit{i}marker"
-                    note.write_text(f"# Edited note\n\nA paragraph with {word} in it.\n")
-                    await until_found(c, word, present=True)
-                    rss.append(server_rss(str(vault))[0])
-                note.unlink()
-                await until_found(c, f"zqxedit{EDITS - 1}marker", present=False)
+    async def edit(c: Client) -> list[float]:
+        rss = [server_rss(str(vault))[0]]
+        for i in range(EDITS):
+            word = f"zqxedit{i}marker"
+            note.write_text(f"# Edited note\n\nA paragraph with {word} in it.\n")
+            await until_found(c, word, present=True)
+            rss.append(server_rss(str(vault))[0])
+        note.unlink()
+        await until_found(c, f"zqxedit{EDITS - 1}marker", present=False)
         return rss
 
     note.unlink(missing_ok=True)
-    return anyio.run(go)
+    return after_search(vault, index_dir, edit, watch=True)
 
 
 def server_pid(vault: str) -> int:
