@@ -27,13 +27,12 @@ RUNTIMES = {
     "llama_index",
     "onnxruntime",
 }
-INDEX_STACK = {"numpy", "faiss", "tantivy"}
+INDEX_STACK = {"numpy", "faiss", "tantivy", "networkx"}
 NEVER_IN_THE_SERVER = {
     "torch",
     "transformers",
     "sentence_transformers",
     "llama_index",
-    "networkx",
     "jinja2",
     "pypdf",
     "tree_sitter_python",
@@ -44,8 +43,8 @@ NEVER_IN_THE_SERVER = {
     "tree_sitter_java",
 }
 """Not in an idle ``vaultsearch mcp`` over stdio on a Markdown vault, even after
-searches and link questions: the torch stack, the graph library the index no longer
-uses, what only reports, PDFs and code files need. (uvicorn and starlette are not
+searches and link questions: the torch stack and what only reports, PDFs and code
+files need. (uvicorn and starlette are not
 listed: the MCP SDK imports them itself, for stdio too.)"""
 
 PROBE = """
