@@ -59,6 +59,8 @@ class Trial:
             a = s.weights["semantic"] / (s.weights["semantic"] + s.weights["keyword"])
             head = f"convex {s.normalisation} a_sem={a:.2g} share={s.chunk_share:g}"
         tail = f" graph={s.graph_share:g} cand={self.candidates}"
+        if s.feedback_notes:
+            tail += f" prf={s.feedback_notes}x{s.feedback_weight:g}"
         return head + tail + "".join(f" {f}={v:g}" for f, v in self.boosts)
 
 
@@ -164,6 +166,7 @@ class Dataset:
         key = (
             s.method, tuple(sorted(s.weights.items())), s.rrf_k, s.normalisation,
             s.chunk_share, graph, s.graph_top, s.recency_tiers, self.depth(trial), trial.boosts,
+            s.feedback_notes, s.feedback_weight,
         )  # fmt: skip
         if key not in self._memo:
             disk = STORE / f"scores-{_digest(self._fingerprint(), key)}.pkl"
