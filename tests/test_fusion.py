@@ -93,34 +93,6 @@ def test_normalise_tm2c2_and_minmax() -> None:
     assert normalise([], "tm2c2") == []
 
 
-def test_normalise_dbsf_maps_three_sigma_onto_0_1() -> None:
-    from vaultsearch.search.fusion import normalise
-
-    # mean 2, population sigma sqrt(2/3): 2 +- 3 sigma spans 6 sigma, the mean sits at 0.5
-    out = normalise([3.0, 2.0, 1.0], "dbsf")
-    sigma = (2 / 3) ** 0.5
-    assert out == pytest.approx([0.5 + 1 / (6 * sigma), 0.5, 0.5 - 1 / (6 * sigma)])
-    assert normalise([5.0, 5.0], "dbsf") == [1.0, 1.0]
-    skewed = normalise([100.0] + [1.0] * 30, "dbsf")  # one outlier is clipped, not a divisor
-    assert skewed[0] == 1.0 and all(0.0 <= x <= 1.0 for x in skewed)
-
-
-def test_rocchio_is_a_unit_vector_pulled_toward_the_feedback() -> None:
-    import numpy as np
-
-    from vaultsearch.search.feedback import rocchio
-
-    q = np.array([3.0, 0.0, 0.0])
-    docs = np.array([[0.0, 2.0, 0.0], [0.0, 0.0, 5.0]])
-    moved = rocchio(q, docs, 1.0)
-    assert np.linalg.norm(moved) == pytest.approx(1.0, abs=1e-6)
-    # q/|q| + mean of the unit feedback rows = (1, 0.5, 0.5), then normalised
-    assert moved == pytest.approx(np.array([1.0, 0.5, 0.5]) / np.sqrt(1.5), abs=1e-6)
-    assert float(moved @ docs[0]) > 0 and rocchio(q, docs, 0.3)[0] > moved[0]
-    assert rocchio(q, docs, 0.0) == pytest.approx([1.0, 0.0, 0.0])
-    assert rocchio(q, np.zeros((0, 3)), 1.0) == pytest.approx([1.0, 0.0, 0.0])
-
-
 def test_osa_distance_counts_a_swap_once() -> None:
     from vaultsearch.store.fuzzy import osa_distance
 

@@ -228,24 +228,6 @@ def test_config_rejects_bad_values() -> None:
         config_from_dict({"search": {"rrf_k": 0}})
     with pytest.raises(ConfigError, match=r"Unknown config key 'search\.rrf'"):
         config_from_dict({"search": {"rrf": 1}})
-    with pytest.raises(ConfigError, match=r"search\.feedback_notes"):
-        config_from_dict({"search": {"feedback_notes": -1}})
-    with pytest.raises(ConfigError, match=r"search\.normalisation.*dbsf"):
-        config_from_dict({"search": {"normalisation": "zscore"}})
-
-
-def test_dense_feedback_searches_again_and_explain_still_adds_up(vault: Vault) -> None:
-    query = "planning meeting design"
-    plain = {h.path: h for h in vault.search(query, top_k=5, explain=True)}
-    fed = _with(vault, feedback_notes=2, feedback_weight=1.0).search(query, top_k=5, explain=True)
-    assert all(h.explain and abs(h.explain.total - h.score) < 1e-9 for h in fed)
-
-    def cosine(h: object) -> float:
-        ex = getattr(h, "explain", None)
-        return next(p.raw for p in ex.branches if p.branch == "semantic") if ex else 0.0
-
-    shared = [h for h in fed if h.path in plain]
-    assert shared and any(abs(cosine(h) - cosine(plain[h.path])) > 1e-4 for h in shared)
 
 
 def test_search_without_index_says_how_to_fix(tmp_path: Path) -> None:

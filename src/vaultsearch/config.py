@@ -22,7 +22,6 @@ DEFAULT_MODEL = "default"
 EMBEDDING_BACKENDS = ("auto", "openvino", "huggingface")
 
 CONFIG_ENV = "VAULTSEARCH_CONFIG"
-NORMALISATIONS = ("tm2c2", "minmax", "dbsf")
 
 
 @dataclass(frozen=True)
@@ -94,10 +93,6 @@ class SearchConfig:
     recency_tiers: list[list[float]] = field(default_factory=lambda: [[7, 1.2], [30, 1.1]])
     reranker: str = ""
     rerank_top: int = 30
-    feedback_notes: int = 0
-    """Dense pseudo-relevance feedback: re-run the semantic branch from the query vector
-    moved toward the best chunks of this many top fused notes (0 = off)."""
-    feedback_weight: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -263,17 +258,12 @@ def _validate(cfg: Config) -> None:
     _require(s.rrf_k >= 1, "search.rrf_k", s.rrf_k, "must be at least 1")
     _require(s.fusion in ("convex", "rrf"), "search.fusion", s.fusion, "allowed: convex, rrf")
     _require(
-        s.normalisation in NORMALISATIONS,
+        s.normalisation in ("tm2c2", "minmax"),
         "search.normalisation",
         s.normalisation,
-        "allowed: " + ", ".join(NORMALISATIONS),
+        "allowed: tm2c2, minmax",
     )
-    _require(
-        s.feedback_notes >= 0, "search.feedback_notes", s.feedback_notes, "must be 0 (off) or more"
-    )
-    for name in (
-        "keyword_weight", "semantic_weight", "graph_share", "chunk_share", "feedback_weight"
-    ):  # fmt: skip
+    for name in ("keyword_weight", "semantic_weight", "graph_share", "chunk_share"):
         v = getattr(s, name)
         _require(v >= 0, f"search.{name}", v, "must be zero or positive")
     for name in ("candidates", "max_chunks_per_note", "graph_top", "rerank_top"):

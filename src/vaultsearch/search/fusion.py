@@ -39,19 +39,10 @@ def normalise(scores: Sequence[float], method: str) -> list[float]:
     ``tm2c2`` divides by the list's best score with the theoretical minimum 0 (BM25 and
     cosine scores of a match are positive; a negative cosine clips to 0): it keeps how
     far apart the scores are, which rank-based RRF throws away. ``minmax`` stretches the
-    list's own range onto [0, 1] (Bruch, Gai & Ingber, ACM TOIS 2023, compare both).
-    ``dbsf`` maps mean - 3 sigma .. mean + 3 sigma onto [0, 1], clipped (distribution-based
-    score fusion): one outlier at the top does not squash the rest of the list."""
+    list's own range onto [0, 1] (Bruch, Gai & Ingber, ACM TOIS 2023, compare both)."""
     if not scores:
         return []
     top = max(scores)
-    if method == "dbsf":
-        mean = sum(scores) / len(scores)
-        sigma = (sum((s - mean) ** 2 for s in scores) / len(scores)) ** 0.5
-        if sigma == 0:
-            return [1.0] * len(scores)
-        low = mean - 3 * sigma
-        return [min(max((s - low) / (6 * sigma), 0.0), 1.0) for s in scores]
     if method == "minmax":
         low = min(scores)
         if top == low:

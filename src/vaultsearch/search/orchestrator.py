@@ -14,14 +14,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import cast
 
-import numpy as np
-
 from vaultsearch.config import Config
 from vaultsearch.embedding import Embedder, PairScorer, load_reranker
 from vaultsearch.errors import IndexIncompatibleError, QueryError
 from vaultsearch.models import Hit, Passage, SourceKind
 from vaultsearch.search.confidence import Evidence, confidence, coverage, idf
-from vaultsearch.search.feedback import rocchio
 from vaultsearch.search.filters import KINDS, NoteMeta, SearchFilters
 from vaultsearch.search.query import ParsedQuery, parse_query, words
 from vaultsearch.search.ranking import Candidate, FusionSettings, fuse
@@ -46,8 +43,6 @@ class Retrieved:
     """Notes holding a ``-word``: left out in every mode."""
     text: str = ""
     """The query without its operators (what an exact title or alias match compares)."""
-    vector: np.ndarray | None = None
-    """The query's embedding (semantic and hybrid modes): dense feedback starts from it."""
 
 
 class QueryOrchestrator:
@@ -134,13 +129,11 @@ class QueryOrchestrator:
         allowed = snap.chunks_of_notes(allowed_notes)
         terms = parsed.keyword_terms
         widened: list[Expansion] = []
-        embedded: list[np.ndarray] = []
 
         def semantic() -> list[tuple[int, float]]:
             t = time.perf_counter()
             text = parsed.text or " ".join(parsed.highlight_terms)
             vec = self.embedder.embed_query(text)
-            embedded.append(np.asarray(vec, dtype=np.float32).reshape(-1))
             out = snap.vectors.search(vec, k, allowed)
             timings["semantic_start"], timings["semantic_end"] = t, time.perf_counter()
             return out
@@ -162,8 +155,7 @@ class QueryOrchestrator:
         results = {name: f.result() for name, f in jobs.items()}
         banned = frozenset(snap.notes_containing(parsed.excluded)) if parsed.excluded else None
         self.last_timings = timings
-        vector = embedded[0] if embedded else None
-        return Retrieved(results, tuple(widened), banned or frozenset(), parsed.text, vector)
+        return Retrieved(results, tuple(widened), banned or frozenset(), parsed.text)
 
     def rank(
         self,
@@ -174,34 +166,11 @@ class QueryOrchestrator:
         settings: FusionSettings | None = None,
     ) -> list[Candidate]:
         """Fused, graph-boosted, recency-weighted notes: the cheap half, pure given its
-        inputs (the tuning bench calls it with other settings on cached retrievals).
-
-        With dense feedback on, the semantic branch is searched once more from the query
-        vector moved toward the best chunks of the first pass's top notes, and fused again."""
-        settings = settings or FusionSettings.from_config(self.config.search, mode)
-        ranked = self._fuse(snap, retrieved, settings, allowed_notes)
-        sem = retrieved.branches.get("semantic")
-        if settings.feedback_notes and sem and retrieved.vector is not None and ranked:
-            top = [c.chunks[0] for c in ranked[: settings.feedback_notes]]
-            query = rocchio(
-                retrieved.vector, snap.vectors.vectors_of(top), settings.feedback_weight
-            )
-            again = snap.vectors.search(query, len(sem), snap.chunks_of_notes(allowed_notes))
-            retrieved = replace(retrieved, branches={**retrieved.branches, "semantic": again})
-            ranked = self._fuse(snap, retrieved, settings, allowed_notes)
-        return ranked
-
-    def _fuse(
-        self,
-        snap: Snapshot,
-        retrieved: Retrieved,
-        settings: FusionSettings,
-        allowed_notes: set[int] | None,
-    ) -> list[Candidate]:
+        inputs (the tuning bench calls it with other settings on cached retrievals)."""
         return fuse(
             retrieved.branches,
             snap,
-            settings,
+            settings or FusionSettings.from_config(self.config.search, mode),
             time.time(),
             neighbours=(lambda p: neighbours(snap.graph, p)) if snap.has_links else None,
             allowed=allowed_notes,

@@ -15,13 +15,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from vaultsearch.config import NORMALISATIONS, SearchConfig
+from vaultsearch.config import SearchConfig
 from vaultsearch.models import BranchPart, Explain
 from vaultsearch.search.filters import NoteMeta
 from vaultsearch.search.fusion import graph_boost, normalise, recency_multiplier, tied_ranks
 
 FUSION_METHODS = ("convex", "rrf")
-__all__ = ["FUSION_METHODS", "NORMALISATIONS", "Candidate", "FusionSettings", "fuse"]
+NORMALISATIONS = ("tm2c2", "minmax")
 
 NAME_MATCH = 1.0
 """Added for an exact title or alias: more than any fused score (convex tops at 1)."""
@@ -52,10 +52,6 @@ class FusionSettings:
     graph_share: float = 0.0
     graph_top: int = 10
     recency_tiers: tuple[tuple[float, float], ...] = ()
-    feedback_notes: int = 0
-    """Dense feedback: the semantic branch re-run from the query moved toward this many
-    top fused notes (0 = off); see ``search.feedback``."""
-    feedback_weight: float = 0.5
 
     @classmethod
     def from_config(cls, s: SearchConfig, mode: str) -> FusionSettings:
@@ -73,8 +69,6 @@ class FusionSettings:
             recency_tiers=tuple((float(d), float(m)) for d, m in s.recency_tiers)
             if s.recency
             else (),
-            feedback_notes=s.feedback_notes if mode != "keyword" else 0,
-            feedback_weight=s.feedback_weight,
         )
 
 

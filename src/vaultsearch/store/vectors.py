@@ -69,12 +69,6 @@ class VectorIndex:
             return 0
         return int(self.index.remove_ids(np.asarray(ids, dtype=np.int64)))
 
-    def vectors_of(self, ids: Sequence[int]) -> np.ndarray:
-        """The stored (unit) vectors of these chunk ids, one row each."""
-        if not ids:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.vstack([self.index.reconstruct(int(i)) for i in ids]).astype(np.float32)
-
     def search(
         self, query: np.ndarray, k: int, allowed: np.ndarray | None = None
     ) -> list[tuple[int, float]]:
