@@ -1,6 +1,6 @@
 """Issue 11's untried ranking ideas, each cross-validated through the real pipeline
 against the shipped default: dense pseudo-relevance feedback, semantic chunk pooling,
-and a query-dependent fusion weight.
+a cosine floor for the semantic normalisation, and a query-dependent fusion weight.
 
 Same data, folds and scoring as ``tune.py`` (SciFact train and the judged vault queries,
 5-fold). Feedback and pooling rewrite the branch results before ``QueryOrchestrator.rank``
@@ -49,6 +49,18 @@ def feedback_grid(shipped: Trial) -> list[Trial]:
 def pooling_grid(shipped: Trial) -> list[Trial]:
     pools = [("pool", "top2", 0.0)] + [("pool", "lse", t) for t in (0.02, 0.05, 0.1)]
     return [shipped] + [replace(shipped, variant=v) for v in pools]
+
+
+def floor_grid(shipped: Trial) -> list[Trial]:
+    return [shipped] + [
+        replace(
+            shipped,
+            settings=replace(shipped.settings, weights={"keyword": 1 - a, "semantic": a}),
+            variant=("floor", c),
+        )
+        for c in (0.1, 0.2, 0.3, 0.4)
+        for a in (0.3, 0.4, 0.5, 0.6)
+    ]
 
 
 def fixed_folds(ds: Dataset, nd: Sequence[float]) -> list[float]:
@@ -238,6 +250,10 @@ def main() -> None:
         for label, grid in (
             ("Dense feedback (Rocchio on the query vector)", feedback_grid(shipped)),
             ("Semantic note score pooled from its chunks", pooling_grid(shipped)),
+            (
+                "Semantic scores above a floor (tm2c2 with a theoretical minimum above 0)",
+                floor_grid(shipped),
+            ),
         ):
             for scope, sets in (("joint CV, one configuration for all three sets", datasets), ("SciFact-only CV", scifact)):  # fmt: skip
                 parts.append(

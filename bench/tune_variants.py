@@ -9,6 +9,9 @@ that ships, and an idea that wins moves into the product unchanged.
 - ``("pool", method, p)``: a note's semantic score pooled from its retrieved chunks
   (``top2``: mean of the best two; ``lse``: p x log-sum-exp of score / p, a soft max)
   instead of its best chunk alone.
+- ``("floor", c)``: ``c`` taken off every cosine before fusion, so tm2c2 divides by the
+  best cosine above a theoretical minimum of ``c`` instead of 0 (MiniLM gives unrelated
+  passages cosines well above 0, which squeezes the semantic scores into the top half).
 """
 
 from __future__ import annotations
@@ -84,4 +87,8 @@ def apply(
     if name == "pool":
         pooled = pool_notes(sem, note_of, str(variant[1]), float(variant[2]))
         return rank(replace(retrieved, branches={**retrieved.branches, "semantic": pooled}))
+    if name == "floor":
+        floor = float(variant[1])
+        shifted = [(cid, score - floor) for cid, score in sem]
+        return rank(replace(retrieved, branches={**retrieved.branches, "semantic": shifted}))
     raise ValueError(f"unknown variant {variant!r}")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-from tune_variants import pool_notes, rocchio
+from tune_variants import apply, pool_notes, rocchio
 
 
 def test_rocchio_is_a_unit_vector_pulled_toward_the_feedback() -> None:
@@ -36,3 +36,26 @@ def test_pooling_scores_each_note_once_by_its_chunks() -> None:
     assert lse[20] == pytest.approx(0.8)  # one chunk: its own score
     with pytest.raises(ValueError, match="top2 or lse"):
         pool_notes(hits, note_of, "mean", 0.0)
+
+
+def test_floor_and_feedback_rewrite_only_the_semantic_branch() -> None:
+    from vaultsearch.search.orchestrator import Retrieved
+
+    seen: list[Retrieved] = []
+
+    def rank(r: Retrieved) -> list:  # type: ignore[type-arg]
+        seen.append(r)
+        return []
+
+    r = Retrieved({"semantic": [(1, 0.5), (2, 0.25)], "keyword": [(1, 7.0)]})
+    apply(("floor", 0.25), r, rank, {}, np.zeros(0), lambda ids: np.zeros((0, 2)), None)  # type: ignore[arg-type]
+    assert seen[-1].branches == {"semantic": [(1, 0.25), (2, 0.0)], "keyword": [(1, 7.0)]}
+    searched: list[tuple[np.ndarray, int]] = []
+
+    def search(v: np.ndarray, k: int) -> list[tuple[int, float]]:
+        searched.append((v, k))
+        return [(9, 0.9)]
+
+    apply(("prf", 1, 1.0), r, rank, {}, np.array([1.0, 0.0]), lambda ids: np.zeros((0, 2)), search)
+    assert searched[0][1] == 2 and seen[-1].branches["semantic"] == [(9, 0.9)]
+    assert seen[-1].branches["keyword"] == [(1, 7.0)]
