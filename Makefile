@@ -14,7 +14,7 @@ QUERY     ?= how does vaultsearch decide that a rebuild is needed
 TORCH       ?= torch==2.13.0
 TORCH_INDEX ?=
 
-.PHONY: setup setup-demo demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-reliability-store bench-tune bench-confidence bench-embedding bench-vault-quality bench-code bench-mcp-size bench-mcp-memory bench-sources browser bench-screenshot bench-prefix bench-chunking clean
+.PHONY: setup setup-demo demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-reliability-store bench-tune bench-confidence bench-embedding bench-vault-quality bench-code bench-mcp-size bench-mcp-memory bench-sources browser bench-screenshot bench-prefix bench-chunking bench-ideas clean
 
 setup: $(STAMP)
 
@@ -83,6 +83,9 @@ bench-reliability: setup
 
 bench-tune: setup
 	$(BIN)/python bench/tune.py
+
+bench-ideas: setup
+	$(BIN)/python bench/tune_ideas.py
 
 bench-prefix: setup
 	$(BIN)/python bench/prefix_check.py

@@ -21,7 +21,9 @@ from typing import Any
 
 import numpy as np
 
+import tune_variants as variants
 import vaultsearch
+from tune_variants import Variant
 from vaultsearch.evaluation import mrr_at_k, ndcg_at_k, recall_at_k
 from vaultsearch.search.orchestrator import QueryOrchestrator, Retrieved
 from vaultsearch.search.query import parse_query
@@ -50,6 +52,8 @@ class Trial:
     candidates: int = 100
     boosts: tuple[tuple[str, float], ...] = ()
     """Keyword field boosts that differ from the shipped ones; empty = as shipped."""
+    variant: Variant = ()
+    """A rewrite of the branch results before fusion (``tune_variants``); empty = none."""
 
     def describe(self) -> str:
         s = self.settings
@@ -59,6 +63,10 @@ class Trial:
             a = s.weights["semantic"] / (s.weights["semantic"] + s.weights["keyword"])
             head = f"convex {s.normalisation} a_sem={a:.2g} share={s.chunk_share:g}"
         tail = f" graph={s.graph_share:g} cand={self.candidates}"
+        if self.variant:
+            tail += " " + ":".join(
+                f"{v:g}" if isinstance(v, float) else str(v) for v in self.variant
+            )
         return head + tail + "".join(f" {f}={v:g}" for f, v in self.boosts)
 
 
@@ -89,6 +97,7 @@ class Dataset:
     )
     _memo: dict[tuple[object, ...], Scores] = field(default_factory=dict)
     _print: str = ""
+    _vectors: dict[str, np.ndarray] = field(default_factory=dict)
 
     @classmethod
     def from_vault(
@@ -150,11 +159,38 @@ class Dataset:
             if branches is not None:
                 lists = {b: lists.get(b, []) for b in branches}
             r = replace(r, branches={b: hits[:depth] for b, hits in lists.items()})
-            ranked = orch.rank(snap, r, mode, settings=trial.settings)[:100]
+            ranked = variants.apply(
+                trial.variant,
+                r,
+                lambda x: orch.rank(snap, x, mode, settings=trial.settings),
+                snap.note_of_chunk,
+                self.query_vectors()[qid] if trial.variant[:1] == ("prf",) else np.zeros(0),
+                lambda ids: np.vstack([snap.vectors.index.reconstruct(int(i)) for i in ids]),
+                lambda v, k: snap.vectors.search(v, k),
+            )[:100]
             out[qid] = list(
                 dict.fromkeys(self.doc_of.get(snap.notes[c.note_id].path, "") for c in ranked)
             )
         return out
+
+    def query_vectors(self) -> dict[str, np.ndarray]:
+        """Each query's embedding as ``retrieve`` makes it (cached on disk)."""
+        if not self._vectors:
+            texts = []
+            for q in self.ids:
+                p = parse_query(self.queries[q])
+                texts.append(p.text or " ".join(p.highlight_terms))
+            model = self.orchestrator.embedder.model_id
+            disk = STORE / f"queries-{_digest(model, texts)}.pkl"
+            if disk.is_file():
+                self._vectors = pickle.loads(disk.read_bytes())
+            else:
+                embed = self.orchestrator.embedder.embed_query
+                self._vectors = {
+                    q: np.asarray(embed(t)) for q, t in zip(self.ids, texts, strict=True)
+                }
+                _store(disk, self._vectors)
+        return self._vectors
 
     def scores(self, trial: Trial) -> Scores:
         """Memoised on what can change this dataset's ranking (a vault without links
@@ -164,6 +200,7 @@ class Dataset:
         key = (
             s.method, tuple(sorted(s.weights.items())), s.rrf_k, s.normalisation,
             s.chunk_share, graph, s.graph_top, s.recency_tiers, self.depth(trial), trial.boosts,
+            trial.variant,
         )  # fmt: skip
         if key not in self._memo:
             disk = STORE / f"scores-{_digest(self._fingerprint(), key)}.pkl"
@@ -177,7 +214,8 @@ class Dataset:
     def _fingerprint(self) -> str:
         if not self._print:
             qrels = sorted((q, sorted(self.qrels[q].items())) for q in self.ids)
-            self._print = _digest(_code(), self.retrieved, qrels, self.top_k, self.doc_of)
+            rewrites = Path(variants.__file__).read_bytes()
+            self._print = _digest(_code(), rewrites, self.retrieved, qrels, self.top_k, self.doc_of)
         return self._print
 
 
