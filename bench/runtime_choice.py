@@ -36,8 +36,9 @@ CANDIDATES = (
 THREADS = 2
 BATCH = 16
 QUERY = "how do I keep my notes organised"
-ONNX_BACKEND = "onnx backend (int8-dynamic, one text per run)"
+ONNX_BACKEND = "onnx-backend"
 """The default as vaultsearch runs it: each text alone, texts side by side on the cores."""
+LABELS = {ONNX_BACKEND: "**int8-dynamic as the onnx backend runs it** (one text per run)"}
 
 
 def load() -> str:
@@ -218,7 +219,7 @@ def report(rows: dict[str, dict[str, Any]]) -> str:
         size = f"{r['mb']:.1f}" if "mb" in r else ("22.9 (IR)" if "openvino" in name else "90.9")
         when = "" if r["when"][:10] == time.strftime("%Y-%m-%d") else f" ({r['when']})"
         lines.append(
-            f"| {name}{when} | {r['n'] / r['wall']:.1f} | {r['n'] / r['cpu']:.1f} "
+            f"| {LABELS.get(name, name)}{when} | {r['n'] / r['wall']:.1f} | {r['n'] / r['cpu']:.1f} "
             f"| {r['cos']:.4f} | {r['min']:.4f} | {r['nn']:.3f} | {r['top10']:.3f} "
             f"| {size} | {r['load']:.2f} | {r['rss']:.0f} | {r['loadavg']} |"
         )

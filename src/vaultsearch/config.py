@@ -241,7 +241,9 @@ def _validate(cfg: Config) -> None:
         e.backend in EMBEDDING_BACKENDS,
         "embedding.backend",
         e.backend,
-        "allowed: " + ", ".join(EMBEDDING_BACKENDS),
+        "allowed: "
+        + ", ".join(EMBEDDING_BACKENDS)
+        + ("; OpenVINO's place is taken by onnx" if e.backend == "openvino" else ""),
     )
     _require(
         e.device == "cpu" or e.backend == "huggingface",
