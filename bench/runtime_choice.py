@@ -247,6 +247,11 @@ def report(rows: dict[str, dict[str, Any]]) -> str:
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n"
         + "\n".join(lines)
         + note
+        + "\n\nOther jobs shared the machine (load averages beside each row), so wall "
+        "chunks/s move from run to run; chunks per CPU-second compare the candidates. "
+        "Chosen: int8-dynamic, run one text at a time, the fastest ONNX Runtime variant "
+        "per CPU-second whose vectors stay at cosine ≥ 0.99 to fp32; static QDQ damages "
+        "them and the BERT fusions gain nothing on this CPU."
     )
 
 
