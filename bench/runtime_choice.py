@@ -29,6 +29,7 @@ CANDIDATES = (
     "fp32",
     "fused-fp32",
     "int8-dynamic",
+    "int8-dynamic-ffn-fp32",
     "fused-int8-dynamic",
     "int8-static-qdq",
     "int8-static-qdq-matmul",

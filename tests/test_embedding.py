@@ -76,7 +76,7 @@ def test_converted_model_agrees_with_the_original() -> None:
 
 def test_fingerprints_name_runtime_and_weights() -> None:
     onnx = fingerprint(EmbeddingConfig())
-    assert onnx.runtime == "onnxruntime" and onnx.precision == "int8-dynamic"
+    assert onnx.runtime == "onnxruntime" and onnx.precision == "int8-dynamic-ffn-fp32"
     record = json.loads((ROOT / "src/vaultsearch/embedding/model/conversion.json").read_text())
     assert record["weights_sha256"].startswith(onnx.weights)
     if HAS_HF:

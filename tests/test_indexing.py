@@ -176,7 +176,7 @@ def test_manifest_is_deterministic_and_check_reports(vault: Vault) -> None:
         "fingerprint": {
             "weights": vault.embedder.fingerprint.weights,
             "runtime": "onnxruntime",
-            "precision": "int8-dynamic",
+            "precision": "int8-dynamic-ffn-fp32",
         },
     }
     assert data["chunking"] == {"size": 1000, "overlap": 100, "max_chunks_per_note": 2000}
