@@ -11,7 +11,7 @@ against the other candidates this script builds (`bench/runtime_choice.py`,
 docs/benchmarks.md "Runtime choice"), plain dynamic INT8 is the fastest ONNX Runtime
 variant, but its SciFact nDCG@10 fell 0.005 below fp32; keeping those six products
 (whose inputs carry the GELU's outliers) in float32 brings the vectors to cosine 0.997
-and the quality to within 0.002, for 10 MB more and about a quarter of the speed, from a
+and the quality to within 0.002, for 10 MB more and about 28% less speed, from a
 runtime of ~80 MB installed instead of OpenVINO's ~180 MB. Static
 (calibrated) QDQ INT8 is faster per operator but damages the vectors of this model
 (its activations have outliers a min-max calibration cannot cover), and ONNX
