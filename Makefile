@@ -1,5 +1,5 @@
 # The two commands of the README are `make demo` and `make test`; both install first.
-# Two virtualenvs: .venv-demo holds exactly the default install (OpenVINO, no torch), so the
+# Two virtualenvs: .venv-demo holds exactly the default install (ONNX Runtime, no torch), so the
 # demo shows what a user gets; .venv holds both backends and the dev tools, for the tests.
 PYTHON    ?= python3
 VENV      ?= .venv
@@ -96,6 +96,10 @@ bench-chunking: setup
 bench-embedding: setup
 	$(BIN)/python bench/embedding_runtime.py
 
+# Every candidate model file and runtime for the default (scripts/convert_model.py builds them).
+bench-runtime-choice: setup
+	$(BIN)/python bench/runtime_choice.py
+
 bench-vault-quality: setup
 	$(BIN)/python bench/vault_quality.py
 
@@ -118,6 +122,6 @@ bench-mcp-memory: setup
 clean:
 	rm -rf $(VENV) $(DEMO_VENV) .pytest_cache .mypy_cache .ruff_cache
 
-.PHONY: bench-toolbox bench-cancel
+.PHONY: bench-toolbox bench-cancel bench-runtime-choice
 bench-toolbox: setup
 	$(BIN)/python bench/toolbox.py

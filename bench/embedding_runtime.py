@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import CACHE, ROOT, SHARED, percentile, require, write_section
 
 NAME = "vaultofknowledge"
-BACKENDS = {"openvino": "default (OpenVINO static INT8)", "huggingface": "huggingface (torch bf16)"}
+BACKENDS = {"onnx": "default (ONNX Runtime INT8)", "huggingface": "huggingface (torch bf16)"}
 QUERY = "how do I keep my notes organised"
 
 
@@ -162,8 +162,8 @@ def mcp_idle_rss(vault: Path, index_dir: Path) -> tuple[float, float]:
 
 
 def server_rss(vault: str) -> tuple[float, float]:
-    """(RSS, private MB): the rest is shared file pages (libraries, the mmapped compiled
-    model in the per-user cache) that every server process maps once for all."""
+    """(RSS, private MB): the rest is shared file pages (the libraries) that every
+    server process maps once for all."""
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
@@ -218,7 +218,7 @@ def du_mb(*paths: Path) -> float:
 
 
 def package_sizes(venv: Path, top: int = 14) -> str:
-    """MB per top-level entry of site-packages, largest first, and what is in openvino."""
+    """MB per top-level entry of site-packages, largest first."""
     site = next((venv / "lib").glob("python3*/site-packages"))
     sizes: dict[str, float] = {}
     for entry in site.iterdir():
@@ -228,21 +228,9 @@ def package_sizes(venv: Path, top: int = 14) -> str:
         sizes[name] = sizes.get(name, 0) + du_mb(entry)
     largest = sorted(sizes.items(), key=lambda kv: -kv[1])[:top]
     listed = ", ".join(f"{name} {mb:.0f}" for name, mb in largest)
-    libs = site / "openvino" / "libs"
-    groups = {
-        "CPU plugin": "*intel_cpu_plugin*",
-        "GPU and NPU plugins": "*intel_[gn]pu_plugin*",
-        "frontends other than IR": "*_frontend.so*",
-        "GPU kernel cache.json": "cache.json",
-    }
-    parts = []
-    for label, pattern in groups.items():
-        files = [f for f in libs.glob(pattern) if "ir_frontend" not in f.name]
-        parts.append(f"{label} {du_mb(*files) if files else 0:.0f}")
     return (
         f"Largest parts of the default venv (MB, site-packages): {listed}; the rest "
-        f"{du_mb(venv) - sum(sizes[n] for n, _ in largest):.0f}. Inside openvino's "
-        f"{du_mb(site / 'openvino'):.0f} MB: {', '.join(parts)} (MB)."
+        f"{du_mb(venv) - sum(sizes[n] for n, _ in largest):.0f}."
     )
 
 
@@ -286,7 +274,7 @@ def part_index(source: Path, vault: Path) -> str:
             f"| {label} | {r['threads']} | {chunks} | {wall:.0f} | {chunks / wall:.1f} "
             f"| {chunks / cpu:.1f} | {loads[backend]} |"
         )
-    ov, hf = index["openvino"], index["huggingface"]
+    ov, hf = index["onnx"], index["huggingface"]
     ratio = (int(ov["chunks"]) / float(ov["cpu"])) / (int(hf["chunks"]) / float(hf["cpu"]))  # type: ignore[arg-type]
     return (
         f"**Indexing `{source.name}` from scratch** ({files} Markdown files; `vaultsearch index` "
@@ -322,9 +310,9 @@ def part_batch(vault: Path) -> str:
 
 
 def part_queries(source: Path, vault: Path, cold_runs: int) -> str:
-    ov_index = WORK / "index-openvino"
+    ov_index = WORK / "index-onnx"
     if not (ov_index / "index.manifest.json").is_file():
-        run_child("--child-index", str(vault), str(ov_index), str(config_file(WORK, "openvino")))
+        run_child("--child-index", str(vault), str(ov_index), str(config_file(WORK, "onnx")))
     files = sum(1 for _ in vault.rglob("*.md"))
     compile_sources()
     before = load()
@@ -344,7 +332,7 @@ def part_queries(source: Path, vault: Path, cold_runs: int) -> str:
         f"| MCP start to the first `tools/list` answer, same starts (the SDK loaded; importing "
         f"the server's modules alone: {imports:.2f} CPU-s) | {statistics.median(listed):.2f} s | |\n"
         f"| RSS of an idle MCP server after one hybrid search | {rss:.0f} MB, of which "
-        f"private {private:.0f} MB (the rest: shared library and model-cache pages) | ≤ 250 MB |\n"
+        f"private {private:.0f} MB (the rest: shared library pages) | ≤ 250 MB |\n"
         f"| warm hybrid search in-process, {chunks} chunks, 200 note titles | p50 {p50:.1f} ms, p95 {p95:.1f} ms | |\n\n"
         "`initialize` is answered by the stdio pipe from constants while the MCP SDK loads "
         "(`server/handshake.py`); the SDK's own answer to the same request is compared and "
@@ -363,7 +351,7 @@ def part_quality() -> str:
         for b, label in BACKENDS.items()
         for mode in ("semantic", "hybrid")
     ]
-    n = quality["openvino"]["hybrid"]["queries"]  # type: ignore[index]
+    n = quality["onnx"]["hybrid"]["queries"]  # type: ignore[index]
     return (
         f"**Retrieval quality**, BEIR SciFact training split ({n} judged queries, default "
         f"configuration otherwise; load average {before} → {load()}):\n\n"

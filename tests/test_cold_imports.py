@@ -102,9 +102,9 @@ def test_cold_commands_import_no_model_runtime(indexed: Path, argv: tuple[str, .
 
 
 def test_hybrid_search_imports_the_runtime_but_not_torch(indexed: Path) -> None:
-    """The query path of the default backend: OpenVINO, never torch or llama-index."""
+    """The query path of the default backend: ONNX Runtime, never torch or llama-index."""
     code, modules = imported("search", "owls", "--vault", str(indexed))
-    assert code == 0 and "openvino" in modules
+    assert code == 0 and "onnxruntime" in modules
     assert not modules & {"torch", "llama_index", "transformers", "sentence_transformers"}
 
 

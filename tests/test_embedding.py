@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -48,9 +47,9 @@ def sample_passages(limit: int = 96) -> list[str]:
     return passages[::step][:limit]
 
 
-def test_default_backend_is_openvino_without_torch(embedder: Embedder) -> None:
-    assert embedder.backend_name == "openvino"
-    assert embedder.fingerprint.runtime == "openvino"
+def test_default_backend_is_onnx_runtime_without_torch(embedder: Embedder) -> None:
+    assert embedder.backend_name == "onnx"
+    assert embedder.fingerprint.runtime == "onnxruntime"
     vectors = embedder.embed_texts(["owls hunt at night", "a" * 5000, ""])
     assert vectors.shape == (3, 384) and vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
@@ -76,13 +75,13 @@ def test_converted_model_agrees_with_the_original() -> None:
 
 
 def test_fingerprints_name_runtime_and_weights() -> None:
-    ov = fingerprint(EmbeddingConfig())
-    assert ov.runtime == "openvino" and ov.precision.startswith("int8-static")
+    onnx = fingerprint(EmbeddingConfig())
+    assert onnx.runtime == "onnxruntime" and onnx.precision == "int8-dynamic-ffn-fp32"
     record = json.loads((ROOT / "src/vaultsearch/embedding/model/conversion.json").read_text())
-    assert record["weights_sha256"].startswith(ov.weights)
+    assert record["weights_sha256"].startswith(onnx.weights)
     if HAS_HF:
         hf = fingerprint(EmbeddingConfig(backend="huggingface"))
-        assert hf.runtime == "torch" and hf.key != ov.key and hf.model == ov.model
+        assert hf.runtime == "torch" and hf.key != onnx.key and hf.model == onnx.model
 
 
 def test_missing_extra_is_one_sentence_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -94,67 +93,21 @@ def test_missing_extra_is_one_sentence_with_the_fix(monkeypatch: pytest.MonkeyPa
     assert err.value.fix and "vaultsearch[huggingface]" in err.value.fix
 
 
-def test_openvino_backend_refuses_a_hugging_face_folder(tmp_path: Path) -> None:
+def test_onnx_backend_refuses_a_hugging_face_folder(tmp_path: Path) -> None:
     folder = tmp_path / "hf-model"
     folder.mkdir()
     (folder / "config.json").write_text("{}")
     with pytest.raises(ModelLoadError) as err:
-        Embedder(EmbeddingConfig(model=str(folder), backend="openvino")).embed_query("x")
-    assert "not an OpenVINO model folder" in str(err.value)
+        Embedder(EmbeddingConfig(model=str(folder), backend="onnx")).embed_query("x")
+    assert "not an ONNX model folder" in str(err.value)
     assert err.value.fix and 'backend = "huggingface"' in err.value.fix
-
-
-def test_the_token_table_outside_the_model_gives_the_same_vectors(embedder: Embedder) -> None:
-    """The bundled model's int8 token table is looked up in numpy (``lookup``); the vectors
-    must be those of the graph compiled as converted, which folds the table inside."""
-    import openvino as ov
-
-    from vaultsearch.embedding.locate import RUNTIME_MODEL_DIR, use_bf16
-    from vaultsearch.embedding.lookup import TOKEN_ROWS, cut_token_table
-    from vaultsearch.embedding.tokens import encode, load_tokenizer, mean_pool_normalize
-
-    cut = ov.Core().read_model(str(RUNTIME_MODEL_DIR / "model.xml"))
-    tokens = cut_token_table(cut)
-    assert tokens is not None and tokens.table.shape == (30522, 384)
-    assert TOKEN_ROWS in {p.get_any_name() for p in cut.inputs}
-
-    hint = "bf16" if use_bf16(EmbeddingConfig()) else "f32"
-    whole = ov.Core().compile_model(
-        str(RUNTIME_MODEL_DIR / "model.xml"), "CPU", {"INFERENCE_PRECISION_HINT": hint}
-    )
-    tokenizer = load_tokenizer(RUNTIME_MODEL_DIR / "tokenizer.json")
-    passages = sample_passages(16)
-    expected = []
-    for passage in passages:  # one at a time, as embed_query runs them: no padding
-        inputs = encode(tokenizer, [passage])
-        expected.append(mean_pool_normalize(whole(inputs)[0], inputs["attention_mask"])[0])
-    got = np.stack([embedder.embed_query(p) for p in passages])
-    assert float(np.abs(got - np.stack(expected)).max()) < 1e-5
-
-
-def test_the_token_table_is_shared_through_a_memory_map(tmp_path: Path) -> None:
-    from vaultsearch.embedding.lookup import TokenTable
-
-    rng = np.random.default_rng(7)
-    table = TokenTable(
-        rng.integers(-128, 128, (50, 8), dtype=np.int8), rng.random((50, 1), dtype=np.float32)
-    )
-    ids = np.array([[3, 49, 0, 3]])
-    mapped = table.mapped(tmp_path / "cache", "abc")
-    assert isinstance(mapped.table, np.memmap)
-    assert np.array_equal(mapped.rows(ids), table.rows(ids))
-    assert table.mapped(tmp_path / "cache", "abc").table.filename == mapped.table.filename
-    blocked = tmp_path / "a-file"
-    blocked.write_text("")
-    kept = table.mapped(blocked, "abc")  # an unwritable cache: a copy in memory
-    assert not isinstance(kept.table, np.memmap) and np.array_equal(kept.rows(ids), table.rows(ids))
 
 
 def test_a_search_refused_for_another_model_starts_no_model_load(
     tmp_path: Path, embedder: Embedder
 ) -> None:
-    """A load begun for a search that then fails would run on after the call (and
-    OpenVINO switches the process locale while it compiles)."""
+    """A load begun for a search that then fails would run on after the call, holding
+    memory and a core for a model the search cannot use."""
     import shutil
     import threading
 
@@ -183,7 +136,7 @@ def test_a_background_load_serves_the_next_call(embedder: Embedder) -> None:
 
 
 def test_a_failed_background_load_is_reported_by_the_call_that_needs_it(tmp_path: Path) -> None:
-    broken = Embedder(EmbeddingConfig(model=str(tmp_path / "missing"), backend="openvino"))
+    broken = Embedder(EmbeddingConfig(model=str(tmp_path / "missing"), backend="onnx"))
     broken.load_in_background()
     with pytest.raises(ModelLoadError) as err:
         broken.embed_query("x")
@@ -219,7 +172,7 @@ def test_switching_runtime_rebuilds_and_switching_back_reuses_the_cache(
     )
     out = capsys.readouterr().out
     assert code == 1 and "rebuild needed" in out
-    assert 'embedding.fingerprint.runtime: "openvino" -> "torch"' in out
+    assert 'embedding.fingerprint.runtime: "onnxruntime" -> "torch"' in out
 
     with Vault.open(root, index_dir=index_dir, config=hf_config) as vault:
         assert vault.index().chunks_embedded == 3
@@ -230,20 +183,34 @@ def test_switching_runtime_rebuilds_and_switching_back_reuses_the_cache(
         assert vault.search("owls at night", top_k=1)[0].path == "owls.md"
 
 
-def test_compiled_model_is_cached_per_user(tmp_path: Path) -> None:
-    """A second process loads the compiled model from the user's cache, not compiling it."""
-    code = (
-        "from vaultsearch.config import EmbeddingConfig\n"
-        "from vaultsearch.embedding import Embedder\n"
-        "print(Embedder(EmbeddingConfig()).embed_query('owls').shape[0])\n"
-    )
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
-    for _ in range(2):
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-        assert out.returncode == 0 and out.stdout.strip() == "384", out.stderr[-2000:]
-    assert list((tmp_path / "vaultsearch" / "openvino").glob("*.blob"))
-    unwritable = tmp_path / "file-not-folder"
-    unwritable.write_text("")
-    env["XDG_CACHE_HOME"] = str(unwritable)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    assert out.returncode == 0 and out.stdout.strip() == "384", out.stderr[-2000:]
+def test_an_index_made_by_the_former_openvino_default_is_rebuilt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], embedder: Embedder
+) -> None:
+    """Indexes built before ONNX Runtime became the default carry OpenVINO's fingerprint
+    in their manifest: `index --check` names the change and `index` rebuilds to the new
+    fingerprint (the vectors stored under it, made by this runtime, are reused)."""
+    root = write_files(tmp_path / "vault", dict(NOTES))
+    index_dir = tmp_path / "index"
+    config = tmp_path / "nocache.toml"
+    config.write_text('[embedding]\ncache_dir = "off"\n')
+    with Vault.open(root, index_dir=index_dir, config=config) as vault:
+        vault.index()
+    manifests = list(index_dir.rglob("index.manifest.json"))  # the live generation's and its copy
+    assert manifests
+    for manifest in manifests:
+        data = json.loads(manifest.read_text())
+        data["embedding"]["fingerprint"] = {
+            "weights": "9f25a4d77bb280bd",
+            "runtime": "openvino",
+            "precision": "int8-static",
+        }
+        manifest.write_text(json.dumps(data, indent=2, sort_keys=True))
+    argv = ["index", str(root), "--check", "--index-dir", str(index_dir), "--config", str(config)]
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert 'embedding.fingerprint.runtime: "openvino" -> "onnxruntime"' in out
+    with Vault.open(root, index_dir=index_dir, config=config) as vault:
+        summary = vault.index()
+        assert summary.rebuild_reasons
+        assert vault.check().status == "current"
+        assert vault.search("owls at night", top_k=1)[0].path == "owls.md"

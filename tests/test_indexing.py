@@ -175,8 +175,8 @@ def test_manifest_is_deterministic_and_check_reports(vault: Vault) -> None:
         "dimension": 384,
         "fingerprint": {
             "weights": vault.embedder.fingerprint.weights,
-            "runtime": "openvino",
-            "precision": "int8-static",
+            "runtime": "onnxruntime",
+            "precision": "int8-dynamic-ffn-fp32",
         },
     }
     assert data["chunking"] == {"size": 1000, "overlap": 100, "max_chunks_per_note": 2000}

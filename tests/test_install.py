@@ -52,7 +52,8 @@ def resolve(target: str, tmp_path: Path) -> list[dict[str, object]]:
 def test_default_install_resolves_no_torch_nor_cuda(tmp_path: Path) -> None:
     installs = resolve(str(ROOT), tmp_path)
     names = {str(i["metadata"]["name"]).lower().replace("_", "-") for i in installs}  # type: ignore[index]
-    assert {"vaultsearch", "openvino", "tokenizers", "faiss-cpu"} <= names
+    assert {"vaultsearch", "onnxruntime", "faiss-cpu"} <= names
+    assert not names & {"openvino", "tokenizers", "huggingface-hub", "hf-xet"}
     heavy = sorted(n for n in names if n.startswith(HEAVY_PREFIXES))
     assert not heavy, f"the default install pulls {heavy}"
     # every wheel comes from the package index, none from a local folder

@@ -18,8 +18,8 @@ from vaultsearch.parsers import DEFAULT_PARSER_MAP
 from vaultsearch.sourceconfig import SourceConfig, check_unique, read_managed, sources_from_list
 
 DEFAULT_MODEL = "default"
-"""Stands for all-MiniLM-L6-v2 as shipped inside vaultsearch (static INT8 for OpenVINO)."""
-EMBEDDING_BACKENDS = ("auto", "openvino", "huggingface")
+"""Stands for all-MiniLM-L6-v2 as shipped inside vaultsearch (INT8 ONNX for ONNX Runtime)."""
+EMBEDDING_BACKENDS = ("auto", "onnx", "huggingface")
 
 CONFIG_ENV = "VAULTSEARCH_CONFIG"
 
@@ -45,13 +45,14 @@ class ChunkingConfig:
 class EmbeddingConfig:
     model: str = DEFAULT_MODEL
     backend: str = "auto"
-    """auto = openvino for the bundled model (and converted folders), else huggingface."""
+    """auto = onnx for the bundled model (and converted folders), else huggingface."""
     batch_size: int = 16
     device: str = "cpu"
     threads: int = 0
     """0 = every core for `vaultsearch index`, one fewer where queries are served (mcp, watch)."""
     precision: str = "auto"
-    """auto = bfloat16 on CPUs with native bf16 (AVX512-BF16/AMX), else float32."""
+    """auto = bfloat16 on CPUs with native bf16 (AVX512-BF16/AMX), else float32; the
+    huggingface backend only (the onnx backend runs its INT8 model as it is)."""
     cache_dir: str = ""
     """The per-user embedding cache; empty = $XDG_CACHE_HOME/vaultsearch, "off" = none."""
     cache_size_mb: int = 2048
@@ -240,7 +241,9 @@ def _validate(cfg: Config) -> None:
         e.backend in EMBEDDING_BACKENDS,
         "embedding.backend",
         e.backend,
-        "allowed: " + ", ".join(EMBEDDING_BACKENDS),
+        "allowed: "
+        + ", ".join(EMBEDDING_BACKENDS)
+        + ("; OpenVINO's place is taken by onnx" if e.backend == "openvino" else ""),
     )
     _require(
         e.device == "cpu" or e.backend == "huggingface",

@@ -1,4 +1,4 @@
-"""Embedding models behind one contract: OpenVINO (default, bundled INT8 model) and
+"""Embedding models behind one contract: ONNX Runtime (default, bundled INT8 model) and
 Hugging Face over torch (the ``huggingface`` extra). Importing this package imports
 no runtime and no numpy; ``Embedder`` loads one on first use."""
 

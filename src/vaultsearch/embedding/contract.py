@@ -1,6 +1,6 @@
 """What an embedding backend promises, and the fingerprint that says which vectors it makes.
 
-Two runtimes give vectors of the same model that differ slightly (an INT8 OpenVINO
+Two runtimes give vectors of the same model that differ slightly (an INT8 ONNX
 graph against torch bf16), so an index must record not only the model but the
 weights, runtime and precision that made its vectors: the cache of embeddings is
 keyed by that fingerprint, and a change of it is a reason to rebuild.

@@ -26,7 +26,6 @@ from vaultsearch.embedding.locate import (
     model_dimension,
     model_id,
     runtime_model_folder,
-    use_bf16,
 )
 from vaultsearch.errors import ModelLoadError
 
@@ -39,9 +38,9 @@ _LIVE: weakref.WeakSet[Embedder] = weakref.WeakSet()
 
 @atexit.register
 def _finish_loads() -> None:
-    """At exit, let a model load in progress end first: OpenVINO aborts the process when
-    its libraries are torn down under a thread that is still compiling the model (a
-    server stopped by SIGTERM while it warms up)."""
+    """At exit, let a model load in progress end first: a native runtime can abort the
+    process when its libraries are torn down under a thread that is still building the
+    model (a server stopped by SIGTERM while it warms up)."""
     for embedder in list(_LIVE):
         embedder._close(timeout=60)
     gc.collect()
@@ -123,16 +122,14 @@ class Embedder:
 
     def _open(self) -> EmbeddingBackend:
         try:
-            if self.backend_name == "openvino":
-                from vaultsearch.embedding.openvino_backend import OpenVinoBackend
+            if self.backend_name == "onnx":
+                from vaultsearch.embedding.onnx_backend import OnnxBackend
 
-                return OpenVinoBackend(
+                return OnnxBackend(
                     runtime_model_folder(self.config),
                     self.model_id,
                     self.fingerprint,
                     threads=self.threads,
-                    bf16=use_bf16(self.config),
-                    batch_size=self.config.batch_size,
                 )
             from vaultsearch.embedding.huggingface import HuggingFaceBackend
 

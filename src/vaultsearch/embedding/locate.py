@@ -17,12 +17,12 @@ from vaultsearch.errors import ModelLoadError
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 RUNTIME_MODEL_DIR = Path(__file__).parent / "model"
-"""The bundled model as static INT8 OpenVINO IR, made by scripts/convert_model.py."""
-IR_FILE = "model.xml"
+"""The bundled model as one INT8 ONNX file, made by scripts/convert_model.py."""
+ONNX_FILE = "model.onnx"
 _FIX = "set embedding.model to a local model folder, or to 'default' for the bundled model"
 HF_EXTRA_FIX = (
     "pip install 'vaultsearch[huggingface]' (install a CPU-only torch first, see "
-    'docs/Install.md), or set embedding.backend = "openvino" and embedding.model = '
+    'docs/Install.md), or set embedding.backend = "onnx" and embedding.model = '
     '"default" for the bundled model'
 )
 
@@ -50,17 +50,17 @@ def model_id(model: str) -> str:
 
 
 def is_runtime_folder(folder: Path) -> bool:
-    return (folder / IR_FILE).is_file() and (folder / "tokenizer.json").is_file()
+    return (folder / ONNX_FILE).is_file() and (folder / "tokenizer.json").is_file()
 
 
 def backend_name(config: EmbeddingConfig) -> str:
-    """``auto``: OpenVINO for the bundled model and converted folders, else Hugging Face."""
+    """``auto``: ONNX Runtime for the bundled model and converted folders, else Hugging Face."""
     if config.backend != "auto":
         return config.backend
     if config.model == DEFAULT_MODEL:
-        return "openvino"
+        return "onnx"
     folder = Path(config.model).expanduser()
-    return "openvino" if is_runtime_folder(folder) else "huggingface"
+    return "onnx" if is_runtime_folder(folder) else "huggingface"
 
 
 def resolve_model_path(model: str) -> Path | None:
@@ -76,7 +76,7 @@ def resolve_model_path(model: str) -> Path | None:
 
 
 def runtime_model_folder(config: EmbeddingConfig) -> Path:
-    """The OpenVINO model folder: the bundled one, or a folder made by convert_model.py."""
+    """The ONNX model folder: the bundled one, or a folder made by convert_model.py."""
     if config.model == DEFAULT_MODEL:
         return RUNTIME_MODEL_DIR
     folder = Path(config.model).expanduser()
@@ -86,8 +86,8 @@ def runtime_model_folder(config: EmbeddingConfig) -> Path:
         )
     if not is_runtime_folder(folder):
         raise ModelLoadError(
-            f"The embedding model '{config.model}' is not an OpenVINO model folder "
-            f"({IR_FILE} and tokenizer.json); the openvino backend runs only those.",
+            f"The embedding model '{config.model}' is not an ONNX model folder "
+            f"({ONNX_FILE} and tokenizer.json); the onnx backend runs only those.",
             fix='set embedding.backend = "huggingface" (or "auto") to run a Hugging Face model',
         )
     return folder
@@ -104,7 +104,7 @@ def _conversion_record(folder: Path) -> dict[str, object]:
 def model_dimension(model: str, backend: str = "auto") -> int | None:
     """The output size read from the model's files, without importing a runtime."""
     config = EmbeddingConfig(model=model, backend=backend)
-    if backend_name(config) == "openvino":
+    if backend_name(config) == "onnx":
         try:
             record = _conversion_record(runtime_model_folder(config))
         except ModelLoadError:
@@ -154,7 +154,7 @@ def _file_digest(path: str, size: int, mtime_ns: int) -> str:
 
 
 def _weights_digest(folder: Path) -> str:
-    for name in ("model.safetensors", "pytorch_model.bin", IR_FILE.replace(".xml", ".bin")):
+    for name in ("model.safetensors", "pytorch_model.bin", ONNX_FILE):
         path = folder / name
         if path.is_file():
             st = path.stat()
@@ -177,12 +177,12 @@ def fingerprint(config: EmbeddingConfig) -> Fingerprint:
     an index is copied to a CPU without bf16.
     """
     mid = model_id(config.model)
-    if backend_name(config) == "openvino":
+    if backend_name(config) == "onnx":
         folder = runtime_model_folder(config)
         record = _conversion_record(folder)
         weights = str(record.get("weights_sha256", ""))[:16] or _weights_digest(folder)
-        stored = str(record.get("precision", "ir"))
-        return Fingerprint(mid, weights, "openvino", stored)
+        stored = str(record.get("precision", "onnx"))
+        return Fingerprint(mid, weights, "onnxruntime", stored)
     local = resolve_model_path(config.model)
     if local is None:
         cached = _hub_cache_folder(config.model)

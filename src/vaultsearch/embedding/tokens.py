@@ -4,7 +4,9 @@ the conversion script, so calibration sees exactly the inputs the runtime feeds.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from vaultsearch.embedding.wordpiece import WordPiece
 
 if TYPE_CHECKING:
     import numpy as np
@@ -13,23 +15,22 @@ MAX_TOKENS = 256
 """all-MiniLM-L6-v2's max_seq_length in sentence-transformers: longer texts are cut."""
 
 
-def load_tokenizer(path: Path, max_tokens: int = MAX_TOKENS) -> Any:
-    from tokenizers import Tokenizer
-
-    tok = Tokenizer.from_file(str(path))
-    tok.enable_truncation(max_tokens)
-    tok.enable_padding(pad_id=0, pad_token="[PAD]")
-    return tok
+def load_tokenizer(path: Path, max_tokens: int = MAX_TOKENS) -> WordPiece:
+    return WordPiece.from_file(path, max_tokens)
 
 
-def encode(tokenizer: Any, texts: list[str]) -> dict[str, np.ndarray]:
+def encode(tokenizer: WordPiece, texts: list[str]) -> dict[str, np.ndarray]:
+    """Token ids padded with 0 to the batch's longest text, and the mask of real tokens."""
     import numpy as np
 
-    batch = tokenizer.encode_batch(texts)
-    return {
-        "input_ids": np.array([e.ids for e in batch], dtype=np.int64),
-        "attention_mask": np.array([e.attention_mask for e in batch], dtype=np.int64),
-    }
+    rows = [tokenizer.encode(text) for text in texts]
+    width = max(map(len, rows))
+    ids = np.zeros((len(rows), width), dtype=np.int64)
+    mask = np.zeros((len(rows), width), dtype=np.int64)
+    for i, row in enumerate(rows):
+        ids[i, : len(row)] = row
+        mask[i, : len(row)] = 1
+    return {"input_ids": ids, "attention_mask": mask}
 
 
 def mean_pool_normalize(token_embeddings: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
