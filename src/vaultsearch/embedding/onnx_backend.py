@@ -60,7 +60,9 @@ class OnnxBackend:
         longest_first = length_order(texts)[::-1]  # the long ones first: no straggler at the end
         with ThreadPoolExecutor(self.threads, thread_name_prefix="vaultsearch-embed") as pool:
             for i, vector in zip(
-                longest_first, pool.map(lambda i: self.embed_query(texts[i]), longest_first)
+                longest_first,
+                pool.map(lambda i: self.embed_query(texts[i]), longest_first),
+                strict=True,
             ):
                 out[i] = vector
         return out

@@ -1,15 +1,15 @@
 """BERT's uncased WordPiece tokenizer in plain Python, read from the model's tokenizer.json.
 
 Why not the `tokenizers` package: it pulls huggingface_hub, hf-xet, fsspec and more,
-about 35 MB of the default install, which the 400 MB goal cannot spare; the model
-needs only this one algorithm. The ids are those of `tokenizers` for the same file
-(tests/test_wordpiece.py compares them on the docs, the sample vaults and hostile
-text; they differ only on characters whose Unicode category the two tables disagree
-on, such as U+0D00, which appeared once in 13,860 passages): BertNormalizer (drop control characters, whitespace to spaces, spaces around
-CJK ideographs, strip accents, lowercase), BertPreTokenizer (split on whitespace and
-on each punctuation character), greedy longest-match WordPiece with ``##``
-continuations, ``[CLS] … [SEP]``, cut to ``max_tokens``.
-"""
+about 35 MB of the default install, which the 400 MB goal cannot spare; the model needs
+only this one algorithm. The ids are those of `tokenizers` for the same file
+(tests/test_wordpiece.py compares them on the docs, the sample vaults and hostile text;
+they differ only on characters whose Unicode category the two tables disagree on, such
+as U+0D00, which appeared once in 13,860 passages): BertNormalizer (drop control
+characters, whitespace to spaces, spaces around CJK ideographs, strip accents,
+lowercase), BertPreTokenizer (split on whitespace and on each punctuation character),
+greedy longest-match WordPiece with ``##`` continuations, ``[CLS] … [SEP]``, cut to
+``max_tokens``."""
 
 from __future__ import annotations
 
