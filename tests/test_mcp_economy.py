@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.conftest import write_files
-from tests.test_mcp_http import free_port, wait_listening
+from tests.test_mcp_http import free_port, http_server
 from tests.test_mcp_stdio import INIT, finish, send, server_args
 from vaultsearch import Vault
 
@@ -269,9 +268,7 @@ def test_lean_answers_over_stdio(indexed: tuple[Path, Path]) -> None:
 def test_navigation_over_streamable_http(indexed: tuple[Path, Path]) -> None:
     port = free_port()
     args = server_args(*indexed, "--no-watch", "--http", "--port", str(port))
-    proc = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        wait_listening(proc, port)
+    with http_server(args, port) as served:
 
         async def session() -> None:
             async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=60) as c:
@@ -296,8 +293,4 @@ def test_navigation_over_streamable_http(indexed: tuple[Path, Path]) -> None:
                 )
 
         anyio.run(session)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=20)
-    proc.communicate()
-    assert code == 0
+    assert served.code == 0

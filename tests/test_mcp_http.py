@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import anyio
 import pytest
@@ -33,16 +36,47 @@ def wait_listening(proc: subprocess.Popen[bytes], port: int, timeout: float = 30
     raise AssertionError(f"nothing listens on port {port}")
 
 
+@dataclass
+class Served:
+    proc: subprocess.Popen[bytes]
+    code: int | None = None
+    out: bytes = b""
+    err: bytes = b""
+
+
+@contextlib.contextmanager
+def http_server(args: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[Served]:
+    """The server listening on ``port``, stopped with SIGTERM on leaving, its exit code and
+    output kept for the test. A failure inside carries the server's stderr: for an error
+    at the HTTP level (the SDK client says only "Server returned an error response") it
+    is the only clue."""
+    proc = subprocess.Popen(
+        [sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    served = Served(proc)
+    try:
+        wait_listening(proc, port)
+        yield served
+    except Exception as exc:
+        _stop(served)
+        tail = served.err.decode(errors="replace")[-6000:]
+        raise AssertionError(f"server stderr:\n{tail}") from exc
+    _stop(served)
+
+
+def _stop(served: Served) -> None:
+    served.proc.send_signal(signal.SIGTERM)
+    served.code = served.proc.wait(timeout=20)
+    served.out, served.err = served.proc.communicate()
+
+
 def test_a_session_over_streamable_http(
     tmp_path_factory: pytest.TempPathFactory, embedder: object
 ) -> None:
     root, index_dir = make_vault(tmp_path_factory.mktemp("mcp-http"), index=True)
     port = free_port()
     args = server_args(root, index_dir, "--no-watch", "--http", "--port", str(port))
-    proc = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    failure: BaseException | None = None
-    try:
-        wait_listening(proc, port)
+    with http_server(args, port) as served:
 
         async def session() -> None:
             async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=60) as c:
@@ -58,17 +92,9 @@ def test_a_session_over_streamable_http(
         anyio.run(session)
         taken = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=60)
         assert taken.returncode == 2 and f"Cannot listen on 127.0.0.1:{port}" in taken.stderr
-    except BaseException as exc:
-        failure = exc
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=20)
-    out, err = proc.communicate()
-    if failure is not None:  # what the server said is the only clue to an HTTP-level error
-        raise AssertionError(f"server stderr:\n{err.decode(errors='replace')[-6000:]}") from failure
-    assert code == 0 and out == b""
-    assert b"Traceback" not in err
-    assert f'"url": "http://127.0.0.1:{port}/mcp"}}'.encode() in err  # loopback, no warning
+    assert served.code == 0 and served.out == b""
+    assert b"Traceback" not in served.err
+    assert f'"url": "http://127.0.0.1:{port}/mcp"}}'.encode() in served.err  # loopback, no warning
 
 
 def test_beyond_loopback_needs_the_token_and_checks_host_and_origin(
@@ -87,18 +113,11 @@ def test_beyond_loopback_needs_the_token_and_checks_host_and_origin(
     port = free_port()
     args = server_args(root, index_dir, "--no-watch", "--http", "--host", "0.0.0.0")
     env = {k: v for k, v in os.environ.items() if k != "VAULTSEARCH_MCP_TOKEN"}
-    proc = subprocess.Popen(
-        [sys.executable, *args, "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
     url = f"http://127.0.0.1:{port}/mcp"
     accept = {"accept": "application/json, text/event-stream"}
-    try:
-        wait_listening(proc, port)
-        assert proc.stderr is not None
-        line = proc.stderr.readline().decode()
+    with http_server([*args, "--port", str(port)], port, env=env) as served:
+        assert served.proc.stderr is not None
+        line = served.proc.stderr.readline().decode()
         found = re.search(r"Authorization: Bearer ([\w-]+)", line)
         assert found, line
         token = found[1]
@@ -121,11 +140,7 @@ def test_beyond_loopback_needs_the_token_and_checks_host_and_origin(
                 assert hits["hits"][0]["path"] == "garden/Tomatoes.md"
 
         anyio.run(session)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=20)
-    _, err = proc.communicate()
-    assert code == 0 and b"Traceback" not in err
+    assert served.code == 0 and b"Traceback" not in served.err
 
 
 def test_the_token_comes_from_the_environment_on_any_bind(monkeypatch: pytest.MonkeyPatch) -> None:

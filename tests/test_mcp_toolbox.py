@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +16,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from tests.test_mcp_http import free_port, wait_listening
+from tests.test_mcp_http import free_port, http_server
 from tests.test_mcp_stdio import data, make_vault, server_args
 
 READ_TOOLS = {"get_search_results", "list_search_results", "get_template_schema"}
@@ -381,9 +379,7 @@ def test_writes_enabled_in_the_config_over_http(fresh_vault: tuple[Path, Path]) 
     args = server_args(
         root, index_dir, "--no-watch", "--http", "--port", str(port), "--config", str(config)
     )
-    proc = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        wait_listening(proc, port)
+    with http_server(args, port) as served:
 
         async def session() -> None:
             async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=120) as c:
@@ -402,8 +398,4 @@ def test_writes_enabled_in_the_config_over_http(fresh_vault: tuple[Path, Path]) 
                 assert full["results"][0]["text"] == "Rhubarb crumble."
 
         anyio.run(session)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=20)
-    _, err = proc.communicate()
-    assert code == 0 and b"Traceback" not in err
+    assert served.code == 0 and b"Traceback" not in served.err
