@@ -45,5 +45,6 @@ def mean_pool_normalize(token_embeddings: np.ndarray, attention_mask: np.ndarray
 
 
 def length_order(texts: list[str]) -> list[int]:
-    """Indexes by text length, so each batch pads to similar lengths (less wasted work)."""
+    """Indexes by text length: runs of similar lengths pad little, and texts run side by
+    side longest first leave no long straggler at the end."""
     return sorted(range(len(texts)), key=lambda i: len(texts[i]))
