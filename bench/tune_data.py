@@ -158,7 +158,11 @@ class Dataset:
                 lists["keyword"] = kw[qid]
             if branches is not None:
                 lists = {b: lists.get(b, []) for b in branches}
-            r = replace(r, branches={b: hits[:depth] for b, hits in lists.items()})
+            r = replace(
+                r,
+                branches={b: hits[:depth] for b, hits in lists.items()},
+                completion=_completion(r, lists, depth, keep_keyword=kw is None),
+            )
             ranked = variants.apply(
                 trial.variant,
                 r,
@@ -217,6 +221,21 @@ class Dataset:
             rewrites = Path(variants.__file__).read_bytes()
             self._print = _digest(_code(), rewrites, self.retrieved, qrels, self.top_k, self.doc_of)
         return self._print
+
+
+def _completion(
+    r: Retrieved, lists: Mapping[str, list[tuple[int, float]]], depth: int, keep_keyword: bool
+) -> dict[str, list[tuple[int, float]]]:
+    """What a search at ``depth`` would have completed its branches with: the deeper
+    retrieved hits it cut off, then the scores the retrieval at ``K`` completed. The
+    keyword half is dropped when the keyword branch was re-run with other boosts."""
+    if not r.completion or len(lists) < 2:
+        return {}
+    out = {}
+    for b, hits in lists.items():
+        extra = r.completion.get(b, []) if b != "keyword" or keep_keyword else []
+        out[b] = [*hits[depth:], *extra]
+    return out
 
 
 def score_run(run: Run, qrels: Qrels, ids: Sequence[str]) -> Scores:

@@ -9,6 +9,8 @@ that ships, and an idea that wins moves into the product unchanged.
 - ``("pool", method, p)``: a note's semantic score pooled from its retrieved chunks
   (``top2``: mean of the best two; ``lse``: p x log-sum-exp of score / p, a soft max)
   instead of its best chunk alone.
+- ``("uncompleted",)``: the branches fused as retrieved, without the scores the
+  completion step adds (``ranking.complete``): what search did before it shipped.
 - ``("floor", c)``: ``c`` taken off every cosine before fusion, so tm2c2 divides by the
   best cosine above a theoretical minimum of ``c`` instead of 0 (MiniLM gives unrelated
   passages cosines well above 0, which squeezes the semantic scores into the top half).
@@ -78,17 +80,33 @@ def apply(
     if not variant or not sem:
         return rank(retrieved)
     name = variant[0]
+    if name == "uncompleted":
+        return rank(replace(retrieved, completion={}))
     if name == "prf":
         notes, weight = int(variant[1]), float(variant[2])
         first = rank(retrieved)
         query = rocchio(vector, chunk_vectors([c.chunks[0] for c in first[:notes]]), weight)
         again = search(query, len(sem))
-        return rank(replace(retrieved, branches={**retrieved.branches, "semantic": again}))
+        completion = {b: h for b, h in retrieved.completion.items() if b != "semantic"}
+        return rank(
+            replace(
+                retrieved,
+                branches={**retrieved.branches, "semantic": again},
+                completion=completion,
+            )
+        )
     if name == "pool":
         pooled = pool_notes(sem, note_of, str(variant[1]), float(variant[2]))
         return rank(replace(retrieved, branches={**retrieved.branches, "semantic": pooled}))
     if name == "floor":
         floor = float(variant[1])
         shifted = [(cid, score - floor) for cid, score in sem]
-        return rank(replace(retrieved, branches={**retrieved.branches, "semantic": shifted}))
+        extra = [(cid, score - floor) for cid, score in retrieved.completion.get("semantic", [])]
+        return rank(
+            replace(
+                retrieved,
+                branches={**retrieved.branches, "semantic": shifted},
+                completion={**retrieved.completion, "semantic": extra},
+            )
+        )
     raise ValueError(f"unknown variant {variant!r}")

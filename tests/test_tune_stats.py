@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from tune_cv import paired_bootstrap, sign_test
-from tune_data import seeded_folds
+from tune_data import _completion, seeded_folds
 
 
 def test_sign_test_is_the_exact_two_sided_binomial_without_ties() -> None:
@@ -39,3 +39,18 @@ def test_seeded_folds_cover_every_query_once_whatever_the_input_order() -> None:
     sizes = [sum(1 for f in folds.values() if f == k) for k in range(5)]
     assert sorted(sizes) == [4, 4, 5, 5, 5]
     assert seeded_folds(list(reversed(ids)), 5) == folds
+
+
+def test_a_shallower_trial_completes_from_the_deeper_hits_it_cut() -> None:
+    """Retrieval is cached once at the deepest depth: a trial at depth 1 must complete
+    its branches with what depth 1 cut off, as a real search at depth 1 would."""
+    from vaultsearch.search.orchestrator import Retrieved
+
+    lists = {"semantic": [(1, 0.9), (2, 0.8)], "keyword": [(3, 5.0), (1, 4.0)]}
+    r = Retrieved(lists, completion={"semantic": [(3, 0.1)], "keyword": [(2, 1.0)]})
+    assert _completion(r, lists, 1, keep_keyword=True) == {
+        "semantic": [(2, 0.8), (3, 0.1)],
+        "keyword": [(1, 4.0), (2, 1.0)],
+    }
+    assert _completion(r, lists, 1, keep_keyword=False)["keyword"] == [(1, 4.0)]
+    assert _completion(Retrieved(lists), lists, 1, keep_keyword=True) == {}

@@ -47,9 +47,15 @@ def test_floor_and_feedback_rewrite_only_the_semantic_branch() -> None:
         seen.append(r)
         return []
 
-    r = Retrieved({"semantic": [(1, 0.5), (2, 0.25)], "keyword": [(1, 7.0)]})
+    r = Retrieved(
+        {"semantic": [(1, 0.5), (2, 0.25)], "keyword": [(1, 7.0)]},
+        completion={"semantic": [(3, 0.75)], "keyword": [(2, 1.0)]},
+    )
     apply(("floor", 0.25), r, rank, {}, np.zeros(0), lambda ids: np.zeros((0, 2)), None)  # type: ignore[arg-type]
     assert seen[-1].branches == {"semantic": [(1, 0.25), (2, 0.0)], "keyword": [(1, 7.0)]}
+    assert seen[-1].completion == {"semantic": [(3, 0.5)], "keyword": [(2, 1.0)]}
+    apply(("uncompleted",), r, rank, {}, np.zeros(0), lambda ids: np.zeros((0, 2)), None)  # type: ignore[arg-type]
+    assert seen[-1].completion == {} and seen[-1].branches == r.branches
     searched: list[tuple[np.ndarray, int]] = []
 
     def search(v: np.ndarray, k: int) -> list[tuple[int, float]]:
@@ -59,3 +65,4 @@ def test_floor_and_feedback_rewrite_only_the_semantic_branch() -> None:
     apply(("prf", 1, 1.0), r, rank, {}, np.array([1.0, 0.0]), lambda ids: np.zeros((0, 2)), search)
     assert searched[0][1] == 2 and seen[-1].branches["semantic"] == [(9, 0.9)]
     assert seen[-1].branches["keyword"] == [(1, 7.0)]
+    assert seen[-1].completion == {"keyword": [(2, 1.0)]}  # the old query's cosines are gone

@@ -11,8 +11,10 @@ import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import cast
+
+import numpy as np
 
 from vaultsearch.config import Config
 from vaultsearch.embedding import Embedder, PairScorer, load_reranker
@@ -21,7 +23,7 @@ from vaultsearch.models import Hit, Passage, SourceKind
 from vaultsearch.search.confidence import Evidence, confidence, coverage, idf
 from vaultsearch.search.filters import KINDS, NoteMeta, SearchFilters
 from vaultsearch.search.query import ParsedQuery, parse_query, words
-from vaultsearch.search.ranking import Candidate, FusionSettings, fuse
+from vaultsearch.search.ranking import Candidate, FusionSettings, complete, fuse
 from vaultsearch.search.snapshot import Snapshot
 from vaultsearch.search.snippets import make_snippet
 from vaultsearch.store.catalog import ChunkRow
@@ -43,6 +45,9 @@ class Retrieved:
     """Notes holding a ``-word``: left out in every mode."""
     text: str = ""
     """The query without its operators (what an exact title or alias match compares)."""
+    completion: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    """Per branch, the scores of the chunks of notes only the other branch found
+    (``ranking.complete``); empty outside hybrid mode."""
 
 
 class QueryOrchestrator:
@@ -130,10 +135,13 @@ class QueryOrchestrator:
         terms = parsed.keyword_terms
         widened: list[Expansion] = []
 
+        query_vector: list[np.ndarray] = []
+
         def semantic() -> list[tuple[int, float]]:
             t = time.perf_counter()
             text = parsed.text or " ".join(parsed.highlight_terms)
             vec = self.embedder.embed_query(text)
+            query_vector.append(vec)
             out = snap.vectors.search(vec, k, allowed)
             timings["semantic_start"], timings["semantic_end"] = t, time.perf_counter()
             return out
@@ -153,9 +161,46 @@ class QueryOrchestrator:
         if mode in ("hybrid", "keyword") and not parsed.empty:
             jobs["keyword"] = self._pool.submit(keyword)
         results = {name: f.result() for name, f in jobs.items()}
+        completion = {}
+        if len(results) == 2:
+            t = time.perf_counter()
+            completion = self._complete(snap, parsed, results, query_vector[0], widened)
+            timings["completion"] = time.perf_counter() - t
         banned = frozenset(snap.notes_containing(parsed.excluded)) if parsed.excluded else None
         self.last_timings = timings
-        return Retrieved(results, tuple(widened), banned or frozenset(), parsed.text)
+        return Retrieved(results, tuple(widened), banned or frozenset(), parsed.text, completion)
+
+    @staticmethod
+    def _complete(
+        snap: Snapshot,
+        parsed: ParsedQuery,
+        results: dict[str, list[tuple[int, float]]],
+        vector: np.ndarray,
+        widened: list[Expansion],
+    ) -> dict[str, list[tuple[int, float]]]:
+        """The exact cosines and BM25 scores, over all their chunks, of the notes that
+        only one branch found: a cheap second look (a few hundred vectors read back,
+        one keyword query limited to those chunks) rather than a deeper search."""
+        notes = {
+            b: {n for cid, _ in hits if (n := snap.note_of_chunk.get(cid)) is not None}
+            for b, hits in results.items()
+        }
+        out: dict[str, list[tuple[int, float]]] = {}
+        for_semantic = snap.chunks_of_notes(notes["keyword"] - notes["semantic"])
+        if for_semantic is not None and len(for_semantic):
+            out["semantic"] = snap.vectors.score(vector, for_semantic)
+        for_keyword = snap.chunks_of_notes(notes["semantic"] - notes["keyword"])
+        if for_keyword is not None and len(for_keyword):
+            out["keyword"] = snap.keywords.search(
+                parsed.keyword_terms,
+                parsed.phrases,
+                parsed.excluded,
+                snap.boosts,
+                len(for_keyword),
+                for_keyword,
+                widened,
+            )
+        return out
 
     def rank(
         self,
@@ -167,8 +212,11 @@ class QueryOrchestrator:
     ) -> list[Candidate]:
         """Fused, graph-boosted, recency-weighted notes: the cheap half, pure given its
         inputs (the tuning bench calls it with other settings on cached retrievals)."""
+        branches = retrieved.branches
+        if retrieved.completion:
+            branches = complete(branches, retrieved.completion, snap.note_of_chunk)
         return fuse(
-            retrieved.branches,
+            branches,
             snap,
             settings or FusionSettings.from_config(self.config.search, mode),
             time.time(),

@@ -72,6 +72,32 @@ class FusionSettings:
         )
 
 
+def complete(
+    branches: Mapping[str, BranchHits],
+    extra: Mapping[str, BranchHits],
+    note_of_chunk: Mapping[int, int],
+) -> dict[str, list[tuple[int, float]]]:
+    """Each branch's hits plus its ``extra`` scores for the notes another branch found
+    and it did not, best first.
+
+    A note one branch missed is not a note that branch scores zero: its cosine or BM25
+    score is only below that branch's cut-off. Counting it as zero let a note that both
+    branches rate well lose to one that a single branch rates a little better (held-out
+    gains on all three judged sets, ``bench/tune_ideas.py``). Extra scores of notes that
+    no branch found are ignored, so the candidates stay those the branches retrieved."""
+    found = {
+        b: {n for cid, _ in hits if (n := note_of_chunk.get(cid)) is not None}
+        for b, hits in branches.items()
+    }
+    union = set().union(*found.values()) if found else set()
+    out = {}
+    for b, hits in branches.items():
+        missing = union - found[b]
+        more = [(c, s) for c, s in extra.get(b, ()) if note_of_chunk.get(c) in missing]
+        out[b] = sorted([*hits, *more], key=lambda x: -x[1]) if more else list(hits)
+    return out
+
+
 @dataclass(slots=True)
 class Candidate:
     note_id: int

@@ -85,3 +85,25 @@ class VectorIndex:
         k = min(k, int(self.index.ntotal))
         scores, ids = self.index.search(normalize(query), k, params=params)
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i != -1]
+
+    def score(self, query: np.ndarray, ids: Sequence[int] | np.ndarray) -> list[tuple[int, float]]:
+        """The cosine of each given chunk id: the exact score of a chunk that a top-k
+        search did not reach. An id the index does not hold is left out."""
+        wanted = np.fromiter(dict.fromkeys(int(i) for i in ids), dtype=np.int64)
+        if len(wanted) == 0 or self.index.ntotal == 0:
+            return []
+        try:
+            rows = self.index.reconstruct_batch(wanted)
+        except RuntimeError:  # an unknown id; rare enough to go one by one
+            found = []
+            for i in wanted:
+                try:
+                    found.append((int(i), self.index.reconstruct(int(i))))
+                except RuntimeError:
+                    continue
+            if not found:
+                return []
+            wanted = np.array([i for i, _ in found], dtype=np.int64)
+            rows = np.vstack([r for _, r in found])
+        cosines = rows @ normalize(query).reshape(-1)
+        return [(int(i), float(c)) for i, c in zip(wanted, cosines, strict=True)]

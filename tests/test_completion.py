@@ -1,0 +1,102 @@
+"""A note found by one branch is scored by the other exactly, not counted as zero.
+
+Real model, real FAISS and Tantivy: the retrieval depth is cut to a few chunks so
+that each branch misses notes the other finds, and every completed score is checked
+against what that branch gives the same note when it searches deep enough to reach it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import write_files
+from vaultsearch import Vault
+from vaultsearch.search.query import parse_query
+from vaultsearch.search.ranking import complete
+
+TOPICS = [
+    "sourdough bread needs a lively starter and a long cold proof",
+    "the bicycle chain wants oil every few hundred kilometres",
+    "tax returns are due at the end of the fiscal year",
+    "octopuses have three hearts and blue blood",
+    "the garden shed roof leaks when it rains hard",
+    "jazz chords stack sevenths and ninths over the root",
+    "a mortgage rate is fixed for the first five years",
+    "volcanoes form where tectonic plates pull apart",
+    "the kettle descaler is white vinegar and water",
+    "chess openings trade a pawn for quick development",
+    "migrating geese fly in a V to save energy",
+    "the laptop battery swells when kept at full charge",
+]
+QUERY = "chain oil, chess pawn, geese"
+"""Three notes' words: at depth 2 each branch reaches a note the other does not."""
+
+
+@pytest.fixture(scope="module")
+def vault(tmp_path_factory: pytest.TempPathFactory, embedder: object) -> Vault:
+    files: dict[str, str | bytes] = {
+        f"n{i:02d}.md": f"# Note {i}\n\n{text.capitalize()}.\n" for i, text in enumerate(TOPICS)
+    }
+    v = Vault.open(write_files(tmp_path_factory.mktemp("completion") / "vault", files))
+    v.index()
+    return v
+
+
+def _parts(vault: Vault, depth: int) -> dict[str, dict[str, float]]:
+    """Each candidate note's raw score per branch, from a hybrid retrieval at ``depth``."""
+    orch = vault.orchestrator
+    snap = orch.snapshot()
+    retrieved = orch.retrieve(snap, parse_query(QUERY), "hybrid", depth)
+    out: dict[str, dict[str, float]] = {}
+    for c in orch.rank(snap, retrieved, "hybrid"):
+        out[snap.notes[c.note_id].path] = {p.branch: p.raw for p in c.explain.branches}
+    return out
+
+
+def _alone(vault: Vault, mode: str) -> dict[str, float]:
+    hits = vault.search(QUERY, mode=mode, top_k=100, explain=True)
+    return {h.path: h.explain.branches[0].raw for h in hits if h.explain is not None}
+
+
+def test_completed_scores_equal_a_deep_search(vault: Vault) -> None:
+    semantic, keyword = _alone(vault, "semantic"), _alone(vault, "keyword")
+    shallow = _parts(vault, 2)
+    for path, parts in shallow.items():
+        assert parts["semantic"] == pytest.approx(semantic[path], abs=1e-5), path
+        if path in keyword:
+            assert parts["keyword"] == pytest.approx(keyword[path], rel=1e-5), path
+        else:
+            assert "keyword" not in parts, path
+    # the shallow cut really left each branch short of what the other found
+    orch = vault.orchestrator
+    snap = orch.snapshot()
+    r = orch.retrieve(snap, parse_query(QUERY), "hybrid", 2)
+    assert r.completion.get("semantic") and r.completion.get("keyword"), r.completion
+
+
+def test_completion_adds_no_candidates(vault: Vault) -> None:
+    orch = vault.orchestrator
+    snap = orch.snapshot()
+    r = orch.retrieve(snap, parse_query(QUERY), "hybrid", 2)
+    found = {snap.note_of_chunk[c] for hits in r.branches.values() for c, _ in hits}
+    assert {c.note_id for c in orch.rank(snap, r, "hybrid")} == found
+
+
+def test_single_branch_modes_are_not_completed(vault: Vault) -> None:
+    orch = vault.orchestrator
+    snap = orch.snapshot()
+    for mode in ("keyword", "semantic"):
+        assert orch.retrieve(snap, parse_query(QUERY), mode, 2).completion == {}
+
+
+def test_complete_merges_only_missing_notes() -> None:
+    note_of = {1: 10, 2: 20, 3: 30, 4: 30, 5: 40}
+    branches = {"keyword": [(1, 9.0)], "semantic": [(2, 0.8), (1, 0.7)]}
+    extra = {
+        "keyword": [(2, 4.0), (5, 8.0)],  # note 40 was found by no branch: ignored
+        "semantic": [(1, 0.1), (3, 0.5)],  # note 10 is already in the semantic list
+    }
+    out = complete(branches, extra, note_of)
+    assert out["keyword"] == [(1, 9.0), (2, 4.0)]
+    assert out["semantic"] == [(2, 0.8), (1, 0.7)]
+    assert complete(branches, {}, note_of) == branches
