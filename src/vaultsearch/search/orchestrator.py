@@ -46,8 +46,8 @@ class Retrieved:
     text: str = ""
     """The query without its operators (what an exact title or alias match compares)."""
     completion: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
-    """Per branch, the scores of the chunks of notes only the other branch found
-    (``ranking.complete``); empty outside hybrid mode."""
+    """Per branch, scores of the chunks of notes only the other branch found
+    (``ranking.complete``); in hybrid mode, the semantic branch's, else empty."""
 
 
 class QueryOrchestrator:
@@ -164,43 +164,31 @@ class QueryOrchestrator:
         completion = {}
         if len(results) == 2:
             t = time.perf_counter()
-            completion = self._complete(snap, parsed, results, query_vector[0], widened)
+            completion = {"semantic": self._cosines(snap, results, query_vector[0])}
             timings["completion"] = time.perf_counter() - t
         banned = frozenset(snap.notes_containing(parsed.excluded)) if parsed.excluded else None
         self.last_timings = timings
         return Retrieved(results, tuple(widened), banned or frozenset(), parsed.text, completion)
 
     @staticmethod
-    def _complete(
-        snap: Snapshot,
-        parsed: ParsedQuery,
-        results: dict[str, list[tuple[int, float]]],
-        vector: np.ndarray,
-        widened: list[Expansion],
-    ) -> dict[str, list[tuple[int, float]]]:
-        """The exact cosines and BM25 scores, over all their chunks, of the notes that
-        only one branch found: a cheap second look (a few hundred vectors read back,
-        one keyword query limited to those chunks) rather than a deeper search."""
-        notes = {
-            b: {n for cid, _ in hits if (n := snap.note_of_chunk.get(cid)) is not None}
-            for b, hits in results.items()
-        }
-        out: dict[str, list[tuple[int, float]]] = {}
-        for_semantic = snap.chunks_of_notes(notes["keyword"] - notes["semantic"])
-        if for_semantic is not None and len(for_semantic):
-            out["semantic"] = snap.vectors.score(vector, for_semantic)
-        for_keyword = snap.chunks_of_notes(notes["semantic"] - notes["keyword"])
-        if for_keyword is not None and len(for_keyword):
-            out["keyword"] = snap.keywords.search(
-                parsed.keyword_terms,
-                parsed.phrases,
-                parsed.excluded,
-                snap.boosts,
-                len(for_keyword),
-                for_keyword,
-                widened,
-            )
-        return out
+    def _cosines(
+        snap: Snapshot, results: dict[str, list[tuple[int, float]]], vector: np.ndarray
+    ) -> list[tuple[int, float]]:
+        """The exact cosine of every chunk of the notes only the keyword branch found:
+        a few hundred vectors read back from FAISS, a fraction of a millisecond.
+
+        Only this direction is completed. The reverse (the BM25 score of notes only the
+        semantic branch found, one more keyword query limited to their chunks) cost
+        about 2 ms a query and moved nDCG@10 by -0.0001 on SciFact train and +0.0033
+        and +0.0003 on the judged vaults: those notes' BM25 is small beside the top."""
+
+        def notes(hits: list[tuple[int, float]]) -> set[int]:
+            return {n for cid, _ in hits if (n := snap.note_of_chunk.get(cid)) is not None}
+
+        chunks = snap.chunks_of_notes(notes(results["keyword"]) - notes(results["semantic"]))
+        if chunks is None or not len(chunks):
+            return []
+        return snap.vectors.score(vector, chunks)
 
     def rank(
         self,
