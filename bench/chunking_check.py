@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import CACHE, SHARED, require, write_section
 from tune import SCIFACT, trial_of
-from tune_cv import cross_validate, paired_bootstrap, sign_test
+from tune_cv import cross_validate, paired_cells
 from tune_data import Dataset, Trial, score_run
 from vaultsearch.beir import prepare_vault
 from vaultsearch.config import ChunkingConfig, Config
@@ -70,9 +70,7 @@ def main() -> None:
             if base is None:
                 base, delta = hyb.ndcg, "(reference)"
             else:
-                mean, low, high = paired_bootstrap(hyb.ndcg, base)
-                wins, losses, p = sign_test(hyb.ndcg, base)
-                delta = f"{mean:+.4f} [{low:+.4f}, {high:+.4f}], {wins} / {losses}, {p:.3g}"
+                delta = paired_cells(hyb.ndcg, base, sep=", ")
             folds = " / ".join(f"{f.ndcg[SCIFACT]:.4f}" for f in cv.folds)
             lines.append(
                 f"| {size} / {overlap} | {chunks} "

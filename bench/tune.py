@@ -35,7 +35,7 @@ from _report import CACHE, SHARED, require, write_section
 from judged_set import VAULTS, fold_of, load_judged
 from plain_baselines import PlainNote, read_notes
 from tune_baselines import baseline_rows
-from tune_cv import CVResult, cross_validate, paired_bootstrap, sign_test
+from tune_cv import CVResult, cross_validate, paired_cells
 from tune_data import FOLDS, SEED, Dataset, Trial
 from vault_quality import judged_vault
 from vaultsearch.beir import prepare_vault
@@ -166,11 +166,9 @@ def gain_table(cv: CVResult, datasets: Sequence[Dataset], before: Trial) -> str:
         for f in range(FOLDS):
             idx = [j for j, q in enumerate(ds.ids) if ds.fold[q] == f]
             deltas.append(statistics.fmean(new[j] - old[j] for j in idx))
-        mean, low, high = paired_bootstrap(new, old)
-        wins, losses, p = sign_test(new, old)
         lines.append(
             f"| {ds.name} | " + " / ".join(f"{d:+.4f}" for d in deltas)
-            + f" | {mean:+.4f} [{low:+.4f}, {high:+.4f}] | {wins} / {losses}, p = {p:.3g} |"
+            + f" | {paired_cells(new, old)} |"
         )  # fmt: skip
     return "\n".join(lines)
 
@@ -210,11 +208,9 @@ def graph_cv(vaults: Sequence[Dataset], shipped: Trial) -> str:
     ]
     for d in vaults:
         old = d.scores(shipped).ndcg
-        mean, low, high = paired_bootstrap(cv.held_out[d.name], old)
-        wins, losses, p = sign_test(cv.held_out[d.name], old)
         rows.append(
             f"| {d.name} | {cv.mean(d.name)[0]:.4f} | {statistics.fmean(old):.4f} "
-            f"| {mean:+.4f} [{low:+.4f}, {high:+.4f}] | {wins} / {losses}, {p:.3g} |"
+            f"| {paired_cells(cv.held_out[d.name], old)} |"
         )
     return "\n".join(rows)
 

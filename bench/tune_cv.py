@@ -86,6 +86,14 @@ def paired_bootstrap(
     return float(diffs.mean()), float(low), float(high)
 
 
+def paired_cells(a: Sequence[float], b: Sequence[float], sep: str = " | ") -> str:
+    """The two cells of every paired comparison the benches print: the mean of a - b
+    with its 95% interval, then wins / losses and the sign test's p."""
+    mean, low, high = paired_bootstrap(a, b)
+    wins, losses, p = sign_test(a, b)
+    return f"{mean:+.4f} [{low:+.4f}, {high:+.4f}]{sep}{wins} / {losses}, p = {p:.3g}"
+
+
 def sign_test(a: Sequence[float], b: Sequence[float]) -> tuple[int, int, float]:
     """Queries where a wins, where b wins, and the two-sided exact binomial p (ties dropped)."""
     wins = sum(x > y for x, y in zip(a, b, strict=True))

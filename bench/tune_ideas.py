@@ -33,7 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import write_section
 from tune import SCIFACT, load, trial_of
-from tune_cv import CVResult, cross_validate, paired_bootstrap, sign_test
+from tune_cv import CVResult, cross_validate, paired_cells
 from tune_data import FOLDS, Dataset, Trial
 from vaultsearch.config import Config
 
@@ -78,13 +78,10 @@ def completion_table(datasets: Sequence[Dataset], shipped: Trial) -> str:
             f"{a:.4f} / {b:.4f}"
             for a, b in zip(fixed_folds(d, new.ndcg), fixed_folds(d, old.ndcg), strict=True)
         )
-        mean, low, high = paired_bootstrap(new.ndcg, old.ndcg)
-        wins, losses, p = sign_test(new.ndcg, old.ndcg)
         rows.append(
             f"| {d.name} | {folds} | {statistics.fmean(new.ndcg):.4f} / "
             f"{statistics.fmean(old.ndcg):.4f} ({statistics.fmean(new.recall):.4f} / "
-            f"{statistics.fmean(old.recall):.4f}) | {mean:+.4f} [{low:+.4f}, {high:+.4f}] | "
-            f"{wins} / {losses}, {p:.3g} |"
+            f"{statistics.fmean(old.recall):.4f}) | {paired_cells(new.ndcg, old.ndcg)} |"
         )
     return "\n".join(rows)
 
@@ -104,12 +101,7 @@ def held_out_rows(
         "| --- | --- | --- |",
     ]
     for d in datasets:
-        base = d.scores(shipped).ndcg
-        mean, low, high = paired_bootstrap(held[d.name], base)
-        wins, losses, p = sign_test(held[d.name], base)
-        rows.append(
-            f"| {d.name} | {mean:+.4f} [{low:+.4f}, {high:+.4f}] | {wins} / {losses}, p = {p:.3g} |"
-        )
+        rows.append(f"| {d.name} | {paired_cells(held[d.name], d.scores(shipped).ndcg)} |")
     return rows
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-from tune_cv import paired_bootstrap, sign_test
+from tune_cv import paired_bootstrap, paired_cells, sign_test
 from tune_data import _completion, seeded_folds
 
 
@@ -54,3 +54,9 @@ def test_a_shallower_trial_completes_from_the_deeper_hits_it_cut() -> None:
     }
     assert _completion(r, lists, 1, keep_keyword=False)["keyword"] == [(1, 4.0)]
     assert _completion(Retrieved(lists), lists, 1, keep_keyword=True) == {}
+
+
+def test_paired_cells_print_the_interval_and_the_sign_test() -> None:
+    a, b = [1.0, 1.0, 0.5, 0.0], [0.0, 0.0, 0.5, 0.0]
+    assert paired_cells(a, b) == "+0.5000 [+0.0000, +1.0000] | 2 / 0, p = 0.5"
+    assert paired_cells(a, b, sep=", ").endswith("], 2 / 0, p = 0.5")
