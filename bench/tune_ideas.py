@@ -265,8 +265,8 @@ def main() -> None:
         scifact = [d for d in datasets if d.name == SCIFACT]
         names = [d.name for d in datasets]
         parts = [
-            "**Completion** (a note one branch found is scored by the other exactly "
-            "instead of as zero; shipped), whole sets, nDCG@10:\n\n"
+            "**Completion** (a note only the keyword branch found gets its exact cosine "
+            "instead of zero; shipped), whole sets, nDCG@10:\n\n"
             + completion_table(datasets, shipped)
         ]
         for label, grid in (
