@@ -240,6 +240,30 @@ def test_unreadable_source_keeps_what_was_indexed(tmp_path: Path, embedder: obje
     vault.close()
 
 
+def test_a_failed_fetch_indexes_the_last_fetched_commit_even_in_a_full_rebuild(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], embedder: object
+) -> None:
+    _, bare = make_repo(tmp_path / "repo", LIB)
+    root = vault_with_sources(tmp_path, bare.as_uri())
+    vault = Vault.open(root)
+    vault.index()
+    bare.rename(tmp_path / "repo" / "gone.git")  # the remote is unreachable from now on
+    summary = vault.index(full=True)
+    assert "lib" not in summary.unavailable
+    assert "git fetch failed" in summary.stale["lib"], summary.stale
+    assert "Indexed the last fetched commit" in summary.stale["lib"]
+    hits = vault.search("cherries stored in crates", top_k=1, sources=["lib"])
+    assert hits and hits[0].path == "lib:notes/design.md"
+    assert vault.check().status == "current"
+    vault.close()
+
+    assert main(["index", str(root), "--quiet"]) == 0
+    assert "source lib not fetched: git fetch failed" in capsys.readouterr().out
+    assert main(["sources", "--vault", str(root), "--json", "list"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert "git fetch failed" in rows["lib"]["error"] and rows["lib"]["files"] == 3
+
+
 def test_index_one_source_leaves_the_others(tmp_path: Path, embedder: object) -> None:
     work, bare = make_repo(tmp_path / "repo", LIB)
     vault = Vault.open(vault_with_sources(tmp_path, bare.as_uri()))

@@ -86,6 +86,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         print(f"  failed {path}: {reason}")
     for name, reason in d["unavailable_sources"].items():
         print(f"  source {name} not read (kept as indexed): {reason}")
+    for name, reason in d["stale_sources"].items():
+        print(f"  source {name} not fetched: {reason}")
     return 0
 
 

@@ -107,6 +107,8 @@ def _add(args: argparse.Namespace, vault: Vault) -> int:
         print(f"indexed {summary.added} files, {summary.chunks_embedded} chunks embedded")
         for name, reason in summary.unavailable.items():
             print(f"  source {name} not read: {reason}")
+        for name, reason in summary.stale.items():
+            print(f"  source {name} not fetched: {reason}")
     else:
         print(f"next: vaultsearch index --source {source.name}")
     return 0

@@ -75,6 +75,8 @@ class IndexSummary:
     rebuild_reasons: list[str] = field(default_factory=list)
     unavailable: dict[str, str] = field(default_factory=dict)
     """Sources not read this run, and why: their notes stay as they were indexed."""
+    stale: dict[str, str] = field(default_factory=dict)
+    """Git sources that could not be fetched, and why: read from their last fetched commit."""
     cancelled: bool = False
 
     def to_dict(self) -> dict[str, Any]:
@@ -94,6 +96,7 @@ class IndexSummary:
             "repaired": self.repaired,
             "rebuild_reasons": self.rebuild_reasons,
             "unavailable_sources": dict(sorted(self.unavailable.items())),
+            "stale_sources": dict(sorted(self.stale.items())),
             "cancelled": self.cancelled,
         }
 
@@ -352,6 +355,7 @@ class IndexManager:
             catalog.close()
         self._last_scan = scan
         summary.unavailable = dict(scan.unavailable)
+        summary.stale = dict(scan.stale)
         plan = plan_changes(scanned, known, failures, self.sources.read_limit)
         summary.unchanged = plan.unchanged
         if plan.empty and healthy:
@@ -383,6 +387,7 @@ class IndexManager:
             scan = self._scan(sync=True)
             self._last_scan = scan
             summary.unavailable = dict(scan.unavailable)
+            summary.stale = dict(scan.stale)
             plan = plan_changes(scan.files, {}, {}, self.sources.read_limit)
             summary.unchanged = plan.unchanged
             self._run_plan(writer, plan, summary, manifest, sources=sources)
@@ -430,6 +435,8 @@ class IndexManager:
             if name in scan.commits:
                 entry["commit"] = scan.commits[name]
             state[name] = entry
+        for name, reason in scan.stale.items():
+            state[name]["error"] = reason
         for name, reason in scan.unavailable.items():
             state[name] = {**state.get(name, {}), "error": reason}
         atomic_write_json(self.layout.root / SOURCES_STATE, state)
@@ -557,6 +564,7 @@ class IndexManager:
             part = self.sources.scan(self.rules, name, sync)
             scan.files.update((k, v) for k, v in part.files.items() if inside(k))
             scan.unavailable.update(part.unavailable)
+            scan.stale.update(part.stale)
             scan.commits.update(part.commits)
             if f"{name}:" in wanted:
                 scan.read |= part.read

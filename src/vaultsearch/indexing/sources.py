@@ -3,8 +3,10 @@
 Every source is scanned by the vault's rules (built-in excludes, ignore files, the
 parser map, the size limit), each from its own root with its own excludes, include
 globs and parser overrides. A source that cannot be read this run (a folder that is
-gone, a clone that failed) is reported and left as it was indexed: an unmounted disk
-or a network failure must not delete what the index holds for it.
+gone, a first clone that failed) is reported and left as it was indexed: an unmounted
+disk must not delete what the index holds for it. A git source that cannot be fetched
+is read from its clone as last fetched, so a network failure deletes nothing either,
+not even in a full rebuild.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import pathspec
 
 from vaultsearch.config import Config
 from vaultsearch.errors import VaultsearchError
-from vaultsearch.indexing.gitsource import head_commit, sync_clone, tracked_files
+from vaultsearch.indexing.gitsource import GitSourceError, head_commit, sync_clone, tracked_files
 from vaultsearch.indexing.scan import FileInfo, IgnoreRules, _infos, _walk, scan_vault
 from vaultsearch.models import ParsedNote
 from vaultsearch.parsers import Parser, ParserRegistry, parse_content
@@ -42,6 +44,8 @@ class SourceScan:
     """The sources read whole (``vault`` for the vault's own notes)."""
     never_read: set[str] = field(default_factory=set)
     """Git sources without a clone yet: nothing of them can be in the index."""
+    stale: dict[str, str] = field(default_factory=dict)
+    """Git source name -> why it could not be fetched: read from its last fetched commit."""
 
 
 def clone_root(vault: Path, index_dir: Path, config: Config) -> Path:
@@ -122,7 +126,7 @@ class SourceSet:
             if only not in (None, source.name):
                 continue
             try:
-                files, commit = self._scan_source(source, sync)
+                files, commit = self._scan_source(source, sync, out.stale)
             except (VaultsearchError, OSError) as exc:
                 out.unavailable[source.name] = str(exc)
                 if source.type == "git" and not (self.root(source) / ".git").is_dir():
@@ -149,13 +153,24 @@ class SourceSet:
         return out
 
     def _scan_source(
-        self, source: SourceConfig, sync: bool
+        self, source: SourceConfig, sync: bool, stale: dict[str, str]
     ) -> tuple[dict[str, FileInfo], str | None]:
+        """A git source whose fetch fails but whose clone is there is read from the
+        commit last fetched, and noted in ``stale``: otherwise a full rebuild during a
+        network failure would leave out every note of it."""
         root = self.root(source)
         commit = None
         if source.type == "git":
             if sync:
-                commit = sync_clone(source.url, source.branch, root)
+                try:
+                    commit = sync_clone(source.url, source.branch, root)
+                except GitSourceError as exc:
+                    commit = head_commit(root) if (root / ".git").is_dir() else None
+                    if commit is None:
+                        raise
+                    stale[source.name] = (
+                        f"{exc.message} Indexed the last fetched commit {commit[:12]}."
+                    )
             elif not (root / ".git").is_dir():
                 raise VaultsearchError(f"The git source '{source.name}' has not been cloned yet.")
             else:
