@@ -276,9 +276,9 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
+    from vaultsearch._memory import tune_allocator
     from vaultsearch._runtime import reserve_core_for_queries
     from vaultsearch.indexing.watcher import watch_forever
-    from vaultsearch.server.memory import tune_allocator
 
     tune_allocator()
     reserve_core_for_queries()
@@ -286,8 +286,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
+    from vaultsearch._memory import tune_allocator
     from vaultsearch._runtime import reserve_core_for_queries
-    from vaultsearch.server.memory import tune_allocator
     from vaultsearch.server.pipe import StdioPipe
 
     tune_allocator()  # before the first thread
@@ -311,7 +311,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from vaultsearch.server.memory import tune_allocator
+    from vaultsearch._memory import tune_allocator
     from vaultsearch.server.serve import run_serve
 
     tune_allocator()

@@ -1,4 +1,4 @@
-"""The long-lived commands' allocator settings (server/memory.py), in fresh processes:
+"""The long-lived commands' allocator settings (_memory.py), in fresh processes:
 a large block freed and allocated again must not stay resident, which is what grew an
 MCP server with the watcher by megabytes per edited note."""
 
@@ -13,7 +13,7 @@ import pytest
 
 PROBE = """
 import json, sys
-from vaultsearch.server.memory import tune_allocator
+from vaultsearch._memory import tune_allocator
 
 applied = tune_allocator() if sys.argv[1] == "tuned" else False
 
