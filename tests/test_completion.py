@@ -7,12 +7,14 @@ against what the semantic branch gives the same note when it searches deep enoug
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tests.conftest import write_files
 from vaultsearch import Vault
 from vaultsearch.search.query import parse_query
 from vaultsearch.search.ranking import complete
+from vaultsearch.store.vectors import VectorIndex
 
 TOPICS = [
     "sourdough bread needs a lively starter and a long cold proof",
@@ -98,3 +100,12 @@ def test_complete_merges_only_missing_notes() -> None:
     assert out["keyword"] == [(1, 9.0), (2, 4.0)]
     assert out["semantic"] == [(2, 0.8), (1, 0.7)]
     assert complete(branches, {}, note_of) == branches
+
+
+def test_vector_scores_are_cosines_and_skip_unknown_ids() -> None:
+    index = VectorIndex(3)
+    index.add([10, 20], np.array([[2.0, 0.0, 0.0], [0.0, 3.0, 4.0]], dtype=np.float32))
+    query = np.array([0.0, 3.0, 4.0], dtype=np.float32)  # unnormalised on purpose
+    assert index.score(query, [20, 10]) == [(20, pytest.approx(1.0)), (10, pytest.approx(0.0))]
+    assert index.score(query, [99, 20, 20]) == [(20, pytest.approx(1.0))]
+    assert index.score(query, [99]) == [] and index.score(query, []) == []
