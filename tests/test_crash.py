@@ -77,3 +77,22 @@ def test_sigkill_mid_build_then_rerun(tmp_path: Path, embedder: object) -> None:
     assert len(IndexLayout(index_dir).all_generations()) == 1, "the half-built one was swept"
     assert vault.search(f"note {N - 1:04d}", mode="keyword")
     vault.close()
+
+
+def test_the_writer_sweeps_its_own_temps_not_a_running_servers(
+    tmp_path: Path, embedder: object
+) -> None:
+    """A killed writer's temp goes; the temp of a ``manager.json`` that a running MCP
+    server is writing right now (without the writer lock) must not, or that server's
+    rename fails and it exits."""
+    vault = Vault.open(write_files(tmp_path / "vault", {"a.md": "# A\n\nApples.\n"}))
+    vault.index()
+    root = vault.index_dir
+    killed = [root / ".CURRENT.k1ll3d.tmp", root / ".sources.json.k1ll3d.tmp"]
+    server = root / ".manager.json.wr1t1ng.tmp"
+    for tmp in [*killed, server]:
+        tmp.write_text("{}", encoding="utf-8")
+    vault.index()
+    assert [t for t in killed if t.exists()] == []
+    assert server.exists()
+    vault.close()

@@ -260,13 +260,17 @@ class IndexManager:
 
     def _remove_stale_temps(self) -> None:
         """A writer killed inside an atomic write leaves its temp file behind (FAISS's
-        is as big as the index); only the lock holder writes them, so it may sweep."""
-        folders = [self.layout.root]
+        is as big as the index). The lock holder sweeps the temps of what only it
+        writes: everything in a generation, and its own files in the index folder. A
+        running server writes ``manager.json`` there without the lock; sweeping its
+        temp mid-write made that server crash."""
+        owned = {self.layout.pointer.name, self.layout.manifest.name, SOURCES_STATE}
+        for tmp in self.layout.root.glob(".*.tmp"):
+            if _temp_target(tmp.name) in owned:
+                tmp.unlink(missing_ok=True)
         current = self.layout.current()
         if current is not None:
-            folders.append(current.root)
-        for folder in folders:
-            for tmp in folder.glob(".*.tmp"):
+            for tmp in current.root.glob(".*.tmp"):
                 tmp.unlink(missing_ok=True)
 
     def _settings(self) -> DerivedSettings:
@@ -833,3 +837,8 @@ def _file_key(path: Path) -> tuple[str, int, int] | None:
     except OSError:
         return None
     return str(path), st.st_size, st.st_mtime_ns
+
+
+def _temp_target(name: str) -> str:
+    """The file an ``atomic_write_bytes`` temp stands for: ``.NAME.RANDOM.tmp`` -> NAME."""
+    return name.removeprefix(".").removesuffix(".tmp").rpartition(".")[0]
