@@ -16,7 +16,7 @@ from tests.conftest import write_files
 from vaultsearch import Vault
 from vaultsearch.cli import main
 from vaultsearch.config import config_from_dict
-from vaultsearch.errors import ConfigError, IndexBusyError, QueryError
+from vaultsearch.errors import ConfigError, IndexBusyError, QueryError, VaultsearchError
 from vaultsearch.sourceconfig import source_from_table
 from vaultsearch.store.catalog import Catalog
 from vaultsearch.store.layout import IndexLayout
@@ -235,6 +235,28 @@ def test_unreadable_source_keeps_what_was_indexed(tmp_path: Path, embedder: obje
     summary = vault.index()
     assert summary.removed == 0
     assert "does not exist" in summary.unavailable["docs"]
+    assert vault.search("bananas ripen", top_k=1)[0].path == "docs:guide.md"
+    assert vault.check().status == "current"
+    vault.close()
+
+
+def test_a_full_rebuild_is_refused_rather_than_drop_an_unreadable_source(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], embedder: object
+) -> None:
+    _, bare = make_repo(tmp_path / "repo", LIB)
+    root = vault_with_sources(tmp_path, bare.as_uri())
+    vault = Vault.open(root)
+    vault.index()
+    (tmp_path / "docs").rename(tmp_path / "docs-unmounted")
+    with pytest.raises(VaultsearchError, match=r"leave out the \d+ indexed notes of source 'docs'"):
+        vault.index(full=True)
+    assert vault.search("bananas ripen", top_k=1)[0].path == "docs:guide.md"
+    vault.close()
+    assert main(["index", str(root), "--full", "--quiet"]) == 2
+    assert "without --full" in capsys.readouterr().err
+    (tmp_path / "docs-unmounted").rename(tmp_path / "docs")
+    vault = Vault.open(root)
+    assert vault.index(full=True).unavailable == {}
     assert vault.search("bananas ripen", top_k=1)[0].path == "docs:guide.md"
     assert vault.check().status == "current"
     vault.close()

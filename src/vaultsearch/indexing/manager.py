@@ -21,7 +21,12 @@ import numpy as np
 
 from vaultsearch.config import Config
 from vaultsearch.embedding import Embedder, text_hash
-from vaultsearch.errors import FileUnreadableError, IndexBusyError, IndexCorruptError
+from vaultsearch.errors import (
+    FileUnreadableError,
+    IndexBusyError,
+    IndexCorruptError,
+    VaultsearchError,
+)
 from vaultsearch.indexing.changes import ChangePlan, FileText, describe_plan, plan_changes
 from vaultsearch.indexing.chunker import chunk_capped
 from vaultsearch.indexing.links import LinkResolver
@@ -330,7 +335,8 @@ class IndexManager:
         changes = [] if current is None else manifest_differences(old, manifest)
         if full or current is None or damage or "notes" in rebuild_scope(changes):
             summary.rebuild_reasons = ["--full"] if full else damage or changes
-            self._rebuild_from_files(current, manifest, summary)
+            only_asked = full and not damage and "notes" not in rebuild_scope(changes)
+            self._rebuild_from_files(current, manifest, summary, keep_sources=only_asked)
         else:
             assert current is not None
             if changes:
@@ -380,15 +386,25 @@ class IndexManager:
         self._publish(generation)
 
     def _rebuild_from_files(
-        self, previous: Generation | None, manifest: dict[str, Any], summary: IndexSummary
+        self,
+        previous: Generation | None,
+        manifest: dict[str, Any],
+        summary: IndexSummary,
+        keep_sources: bool = False,
     ) -> Generation:
         """Parse every note into a new generation beside the live one and switch
-        readers to it at the end; embeddings come from the caches, not the model."""
+        readers to it at the end; embeddings come from the caches, not the model.
+
+        ``keep_sources``: the rebuild was asked for (``--full``), not needed, so it is
+        refused rather than leave out the notes of a source that cannot be read now
+        (an unmounted disk); a rebuild the index needs goes ahead and reports them."""
         generation = create_generation(self.layout)
         writer = GenerationWriter(generation, self._settings(), fresh=True)
         sources = self._embedding_sources(previous)
         try:
             scan = self._scan(sync=True)
+            if keep_sources and previous is not None:
+                _refuse_to_drop(previous, scan.unavailable)
             self._last_scan = scan
             summary.unavailable = dict(scan.unavailable)
             summary.stale = dict(scan.stale)
@@ -842,3 +858,23 @@ def _file_key(path: Path) -> tuple[str, int, int] | None:
 def _temp_target(name: str) -> str:
     """The file an ``atomic_write_bytes`` temp stands for: ``.NAME.RANDOM.tmp`` -> NAME."""
     return name.removeprefix(".").removesuffix(".tmp").rpartition(".")[0]
+
+
+def _refuse_to_drop(previous: Generation, unavailable: dict[str, str]) -> None:
+    if not unavailable:
+        return
+    catalog = open_catalog_for_reading(previous.catalog)
+    try:
+        held = list(catalog.file_states())
+    finally:
+        catalog.close()
+    for name, reason in sorted(unavailable.items()):
+        count = sum(p.startswith(f"{name}:") for p in held)
+        if count:
+            raise VaultsearchError(
+                f"A full rebuild now would leave out the {count} indexed notes of source "
+                f"'{name}', which cannot be read: {reason}",
+                fix="make it readable again, or run 'vaultsearch index' without --full "
+                f"(it keeps them as indexed), or remove it with 'vaultsearch sources "
+                f"remove {name}'",
+            )
