@@ -256,9 +256,33 @@ def test_a_full_rebuild_is_refused_rather_than_drop_an_unreadable_source(
     assert "without --full" in capsys.readouterr().err
     (tmp_path / "docs-unmounted").rename(tmp_path / "docs")
     vault = Vault.open(root)
-    assert vault.index(full=True).unavailable == {}
+    rebuilt = vault.index(full=True)
+    assert rebuilt.unavailable == rebuilt.left_out == {}
     assert vault.search("bananas ripen", top_k=1)[0].path == "docs:guide.md"
     assert vault.check().status == "current"
+    vault.close()
+
+
+def test_a_needed_rebuild_reports_an_unreadable_source_as_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], embedder: object
+) -> None:
+    _, bare = make_repo(tmp_path / "repo", LIB)
+    root = vault_with_sources(tmp_path, bare.as_uri())
+    main(["index", str(root), "--quiet"])
+    (tmp_path / "docs").rename(tmp_path / "docs-unmounted")
+    config = root / ".vaultsearch" / "config.toml"
+    config.write_text(config.read_text(encoding="utf-8") + "\n[chunking]\nsize = 800\n")
+    capsys.readouterr()
+    assert main(["index", str(root), "--quiet"]) == 0  # the chunking change needs a rebuild
+    out = capsys.readouterr().out
+    assert "source docs not read (left out of this rebuild): The folder" in out
+    assert "kept as indexed" not in out
+    vault = Vault.open(root)
+    assert not [h for h in vault.search("bananas ripen", top_k=5) if h.path.startswith("docs:")]
+    (tmp_path / "docs-unmounted").rename(tmp_path / "docs")
+    summary = vault.index()
+    assert summary.added >= 1 and summary.left_out == summary.unavailable == {}
+    assert vault.search("bananas ripen", top_k=1)[0].path == "docs:guide.md"
     vault.close()
 
 

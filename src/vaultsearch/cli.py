@@ -88,6 +88,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         print(f"  source {name} not read (kept as indexed): {reason}")
     for name, reason in d["stale_sources"].items():
         print(f"  source {name} not fetched: {reason}")
+    for name, reason in d["left_out_sources"].items():
+        print(f"  source {name} not read (left out of this rebuild): {reason}")
     return 0
 
 

@@ -109,6 +109,8 @@ def _add(args: argparse.Namespace, vault: Vault) -> int:
             print(f"  source {name} not read: {reason}")
         for name, reason in summary.stale.items():
             print(f"  source {name} not fetched: {reason}")
+        for name, reason in summary.left_out.items():
+            print(f"  source {name} not read: {reason}")
     else:
         print(f"next: vaultsearch index --source {source.name}")
     return 0

@@ -82,6 +82,9 @@ class IndexSummary:
     """Sources not read this run, and why: their notes stay as they were indexed."""
     stale: dict[str, str] = field(default_factory=dict)
     """Git sources that could not be fetched, and why: read from their last fetched commit."""
+    left_out: dict[str, str] = field(default_factory=dict)
+    """Sources a rebuild from the files could not read, and why: out of the index until
+    a run can read them (an update keeps such a source; a rebuild has nothing to keep)."""
     cancelled: bool = False
 
     def to_dict(self) -> dict[str, Any]:
@@ -102,6 +105,7 @@ class IndexSummary:
             "rebuild_reasons": self.rebuild_reasons,
             "unavailable_sources": dict(sorted(self.unavailable.items())),
             "stale_sources": dict(sorted(self.stale.items())),
+            "left_out_sources": dict(sorted(self.left_out.items())),
             "cancelled": self.cancelled,
         }
 
@@ -406,7 +410,7 @@ class IndexManager:
             if keep_sources and previous is not None:
                 _refuse_to_drop(previous, scan.unavailable)
             self._last_scan = scan
-            summary.unavailable = dict(scan.unavailable)
+            summary.left_out = dict(scan.unavailable)
             summary.stale = dict(scan.stale)
             plan = plan_changes(scan.files, {}, {}, self.sources.read_limit)
             summary.unchanged = plan.unchanged
