@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from vaultsearch.indexing.sources import SourceScan, SourceSet, now_iso
 from vaultsearch.models import Chunk, ParsedNote
 from vaultsearch.parsers import ParserRegistry
 from vaultsearch.sourceconfig import VAULT_SOURCE
-from vaultsearch.store.atomic import atomic_write_json
+from vaultsearch.store.atomic import atomic_write_json, temp_target
 from vaultsearch.store.catalog import Catalog, open_catalog_for_reading, seal_catalog
 from vaultsearch.store.derived import Batch, DerivedSettings
 from vaultsearch.store.embedcache import EmbeddingCache, default_cache_dir
@@ -275,7 +276,7 @@ class IndexManager:
         temp mid-write made that server crash."""
         owned = {self.layout.pointer.name, self.layout.manifest.name, SOURCES_STATE}
         for tmp in self.layout.root.glob(".*.tmp"):
-            if _temp_target(tmp.name) in owned:
+            if temp_target(tmp.name) in owned:
                 tmp.unlink(missing_ok=True)
         current = self.layout.current()
         if current is not None:
@@ -337,10 +338,10 @@ class IndexManager:
         old = read_manifest(current.root) if current is not None else None
         damage = self._catalog_damage(current) if current is not None else []
         changes = [] if current is None else manifest_differences(old, manifest)
-        if full or current is None or damage or "notes" in rebuild_scope(changes):
+        needed = current is None or bool(damage) or "notes" in rebuild_scope(changes)
+        if full or needed:
             summary.rebuild_reasons = ["--full"] if full else damage or changes
-            only_asked = full and not damage and "notes" not in rebuild_scope(changes)
-            self._rebuild_from_files(current, manifest, summary, keep_sources=only_asked)
+            self._rebuild_from_files(current, manifest, summary, keep_sources=not needed)
         else:
             assert current is not None
             if changes:
@@ -402,13 +403,13 @@ class IndexManager:
         ``keep_sources``: the rebuild was asked for (``--full``), not needed, so it is
         refused rather than leave out the notes of a source that cannot be read now
         (an unmounted disk); a rebuild the index needs goes ahead and reports them."""
+        scan = self._scan(sync=True)
+        if keep_sources and previous is not None:
+            _refuse_to_drop(previous, scan.unavailable)
         generation = create_generation(self.layout)
         writer = GenerationWriter(generation, self._settings(), fresh=True)
         sources = self._embedding_sources(previous)
         try:
-            scan = self._scan(sync=True)
-            if keep_sources and previous is not None:
-                _refuse_to_drop(previous, scan.unavailable)
             self._last_scan = scan
             summary.left_out = dict(scan.unavailable)
             summary.stale = dict(scan.stale)
@@ -859,22 +860,16 @@ def _file_key(path: Path) -> tuple[str, int, int] | None:
     return str(path), st.st_size, st.st_mtime_ns
 
 
-def _temp_target(name: str) -> str:
-    """The file an ``atomic_write_bytes`` temp stands for: ``.NAME.RANDOM.tmp`` -> NAME."""
-    return name.removeprefix(".").removesuffix(".tmp").rpartition(".")[0]
-
-
 def _refuse_to_drop(previous: Generation, unavailable: dict[str, str]) -> None:
     if not unavailable:
         return
     catalog = open_catalog_for_reading(previous.catalog)
     try:
-        held = list(catalog.file_states())
+        held = Counter(catalog.note_sources().values())
     finally:
         catalog.close()
     for name, reason in sorted(unavailable.items()):
-        count = sum(p.startswith(f"{name}:") for p in held)
-        if count:
+        if count := held[name]:
             raise VaultsearchError(
                 f"A full rebuild now would leave out the {count} indexed notes of source "
                 f"'{name}', which cannot be read: {reason}",

@@ -26,6 +26,12 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
+def temp_target(name: str) -> str:
+    """The name of the file an ``atomic_write_bytes`` temp (``.NAME.RANDOM.tmp``) is
+    for: a sweep of killed writers' temps can keep those of files others are writing."""
+    return name.removeprefix(".").removesuffix(".tmp").rpartition(".")[0]
+
+
 def atomic_write_json(path: Path, value: Any) -> None:
     text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     atomic_write_bytes(path, text.encode("utf-8"))
