@@ -104,6 +104,15 @@ max_file_size = 1000
     return vault
 
 
+def indexed_sources(tmp_path: Path) -> tuple[Vault, Path, Path]:
+    """A vault of its own with the folder source and the git source, indexed once:
+    the vault, the git source's working copy and its bare remote."""
+    work, bare = make_repo(tmp_path / "repo", LIB)
+    vault = Vault.open(vault_with_sources(tmp_path, bare.as_uri()))
+    vault.index()
+    return vault, work, bare
+
+
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory: pytest.TempPathFactory, embedder: object) -> Vault:
     """One vault with a folder source and a git source, indexed once for the module's
@@ -228,9 +237,7 @@ def test_new_commit_reembeds_only_changed_chunks_and_removal_leaves_nothing(
 
 
 def test_unreadable_source_keeps_what_was_indexed(tmp_path: Path, embedder: object) -> None:
-    _, bare = make_repo(tmp_path / "repo", LIB)
-    vault = Vault.open(vault_with_sources(tmp_path, bare.as_uri()))
-    vault.index()
+    vault, _, _ = indexed_sources(tmp_path)
     (tmp_path / "docs").rename(tmp_path / "docs-unmounted")
     summary = vault.index()
     assert summary.removed == 0
@@ -243,10 +250,8 @@ def test_unreadable_source_keeps_what_was_indexed(tmp_path: Path, embedder: obje
 def test_a_full_rebuild_is_refused_rather_than_drop_an_unreadable_source(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], embedder: object
 ) -> None:
-    _, bare = make_repo(tmp_path / "repo", LIB)
-    root = vault_with_sources(tmp_path, bare.as_uri())
-    vault = Vault.open(root)
-    vault.index()
+    vault, _, _ = indexed_sources(tmp_path)
+    root = vault.root
     (tmp_path / "docs").rename(tmp_path / "docs-unmounted")
     with pytest.raises(VaultsearchError, match=r"leave out the \d+ indexed notes of source 'docs'"):
         vault.index(full=True)
@@ -266,9 +271,9 @@ def test_a_full_rebuild_is_refused_rather_than_drop_an_unreadable_source(
 def test_a_needed_rebuild_reports_an_unreadable_source_as_left_out(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], embedder: object
 ) -> None:
-    _, bare = make_repo(tmp_path / "repo", LIB)
-    root = vault_with_sources(tmp_path, bare.as_uri())
-    main(["index", str(root), "--quiet"])
+    vault, _, _ = indexed_sources(tmp_path)
+    root = vault.root
+    vault.close()
     (tmp_path / "docs").rename(tmp_path / "docs-unmounted")
     config = root / ".vaultsearch" / "config.toml"
     config.write_text(config.read_text(encoding="utf-8") + "\n[chunking]\nsize = 800\n")
@@ -289,10 +294,8 @@ def test_a_needed_rebuild_reports_an_unreadable_source_as_left_out(
 def test_a_failed_fetch_indexes_the_last_fetched_commit_even_in_a_full_rebuild(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], embedder: object
 ) -> None:
-    _, bare = make_repo(tmp_path / "repo", LIB)
-    root = vault_with_sources(tmp_path, bare.as_uri())
-    vault = Vault.open(root)
-    vault.index()
+    vault, _, bare = indexed_sources(tmp_path)
+    root = vault.root
     bare.rename(tmp_path / "repo" / "gone.git")  # the remote is unreachable from now on
     summary = vault.index(full=True)
     assert "lib" not in summary.unavailable
@@ -311,9 +314,7 @@ def test_a_failed_fetch_indexes_the_last_fetched_commit_even_in_a_full_rebuild(
 
 
 def test_index_one_source_leaves_the_others(tmp_path: Path, embedder: object) -> None:
-    work, bare = make_repo(tmp_path / "repo", LIB)
-    vault = Vault.open(vault_with_sources(tmp_path, bare.as_uri()))
-    vault.index()
+    vault, work, bare = indexed_sources(tmp_path)
     push_change(work, bare, {"index.md": "# Index\n\nNow about plums.\n"})
     write_files(tmp_path / "docs", {"guide.md": "# Guide\n\nBananas ripen in the shade.\n"})
     summary = vault.index(source="lib")
