@@ -161,7 +161,7 @@ class Dataset:
             r = replace(
                 r,
                 branches={b: hits[:depth] for b, hits in lists.items()},
-                completion=_completion(r, lists, depth, keep_keyword=kw is None),
+                completion=_completion(r, lists, depth),
             )
             ranked = variants.apply(
                 trial.variant,
@@ -218,24 +218,20 @@ class Dataset:
     def _fingerprint(self) -> str:
         if not self._print:
             qrels = sorted((q, sorted(self.qrels[q].items())) for q in self.ids)
-            rewrites = Path(variants.__file__).read_bytes()
+            rewrites = Path(variants.__file__).read_bytes() + Path(__file__).read_bytes()
             self._print = _digest(_code(), rewrites, self.retrieved, qrels, self.top_k, self.doc_of)
         return self._print
 
 
 def _completion(
-    r: Retrieved, lists: Mapping[str, list[tuple[int, float]]], depth: int, keep_keyword: bool
+    r: Retrieved, lists: Mapping[str, list[tuple[int, float]]], depth: int
 ) -> dict[str, list[tuple[int, float]]]:
-    """What a search at ``depth`` would have completed its branches with: the deeper
-    retrieved hits it cut off, then the scores the retrieval at ``K`` completed. The
-    keyword half is dropped when the keyword branch was re-run with other boosts."""
-    if not r.completion or len(lists) < 2:
+    """What a search at ``depth`` would have completed its branches with: for each
+    branch the retrieval completed (the semantic one), the deeper hits the cut left
+    out, then the scores the retrieval at ``K`` completed."""
+    if len(lists) < 2:
         return {}
-    out = {}
-    for b, hits in lists.items():
-        extra = r.completion.get(b, []) if b != "keyword" or keep_keyword else []
-        out[b] = [*hits[depth:], *extra]
-    return out
+    return {b: [*lists[b][depth:], *extra] for b, extra in r.completion.items() if b in lists}
 
 
 def score_run(run: Run, qrels: Qrels, ids: Sequence[str]) -> Scores:

@@ -43,17 +43,15 @@ def test_seeded_folds_cover_every_query_once_whatever_the_input_order() -> None:
 
 def test_a_shallower_trial_completes_from_the_deeper_hits_it_cut() -> None:
     """Retrieval is cached once at the deepest depth: a trial at depth 1 must complete
-    its branches with what depth 1 cut off, as a real search at depth 1 would."""
+    the branch search completes (semantic) with what depth 1 cut off, as a real search
+    at depth 1 would, and leave the other branch as cut."""
     from vaultsearch.search.orchestrator import Retrieved
 
     lists = {"semantic": [(1, 0.9), (2, 0.8)], "keyword": [(3, 5.0), (1, 4.0)]}
-    r = Retrieved(lists, completion={"semantic": [(3, 0.1)], "keyword": [(2, 1.0)]})
-    assert _completion(r, lists, 1, keep_keyword=True) == {
-        "semantic": [(2, 0.8), (3, 0.1)],
-        "keyword": [(1, 4.0), (2, 1.0)],
-    }
-    assert _completion(r, lists, 1, keep_keyword=False)["keyword"] == [(1, 4.0)]
-    assert _completion(Retrieved(lists), lists, 1, keep_keyword=True) == {}
+    r = Retrieved(lists, completion={"semantic": [(3, 0.1)]})
+    assert _completion(r, lists, 1) == {"semantic": [(2, 0.8), (3, 0.1)]}
+    assert _completion(Retrieved(lists), lists, 1) == {}
+    assert _completion(r, {"semantic": lists["semantic"]}, 1) == {}
 
 
 def test_paired_cells_print_the_interval_and_the_sign_test() -> None:
