@@ -84,12 +84,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         print(f"  repaired {line}")
     for path, reason in d["failed"].items():
         print(f"  failed {path}: {reason}")
-    for name, reason in d["unavailable_sources"].items():
-        print(f"  source {name} not read (kept as indexed): {reason}")
-    for name, reason in d["stale_sources"].items():
-        print(f"  source {name} not fetched: {reason}")
-    for name, reason in d["left_out_sources"].items():
-        print(f"  source {name} not read (left out of this rebuild): {reason}")
+    for line in summary.source_lines():
+        print(f"  {line}")
     return 0
 
 

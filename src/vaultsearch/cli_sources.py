@@ -105,12 +105,8 @@ def _add(args: argparse.Namespace, vault: Vault) -> int:
     if args.index:
         summary = vault.index(source=source.name)
         print(f"indexed {summary.added} files, {summary.chunks_embedded} chunks embedded")
-        for name, reason in summary.unavailable.items():
-            print(f"  source {name} not read: {reason}")
-        for name, reason in summary.stale.items():
-            print(f"  source {name} not fetched: {reason}")
-        for name, reason in summary.left_out.items():
-            print(f"  source {name} not read: {reason}")
+        for line in summary.source_lines():
+            print(f"  {line}")
     else:
         print(f"next: vaultsearch index --source {source.name}")
     return 0

@@ -88,6 +88,18 @@ class IndexSummary:
     a run can read them (an update keeps such a source; a rebuild has nothing to keep)."""
     cancelled: bool = False
 
+    def source_lines(self) -> list[str]:
+        """One line per source this run could not read or fetch, worded by what happened
+        to its notes: every command that indexes prints these same lines."""
+        return [
+            *(f"source {n} not read (kept as indexed): {r}" for n, r in self.unavailable.items()),
+            *(f"source {n} not fetched: {r}" for n, r in self.stale.items()),
+            *(
+                f"source {n} not read (left out of this rebuild): {r}"
+                for n, r in self.left_out.items()
+            ),
+        ]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "added": self.added,
