@@ -79,13 +79,10 @@ def main() -> None:
                 f"| {folds} | {cv.mean(SCIFACT)[0]:.4f} | {delta} |"
             )
             print(lines[-1], flush=True)
-    load_avg = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     body = (
         f"SciFact train, 809 queries; shipped fusion {shipped.describe()}; the CV picks the "
         "semantic weight (0.5 / 0.6 / 0.7) on four folds and reports the fifth (seed-11 "
-        "folds). The first row is the shipped chunking.\n\n"
-        + "\n".join(lines)
-        + f"\n\nLoad average at the end: {load_avg}."
+        "folds). The first row is the shipped chunking.\n\n" + "\n".join(lines)
     )
     write_section("chunking", "Chunk size for embedding", body)
 

@@ -77,15 +77,12 @@ def main() -> None:
                     f"| {statistics.fmean(b.ndcg):.4f} / {statistics.fmean(b.recall):.4f} "
                     f"| {paired_cells(a.ndcg, b.ndcg)} |"
                 )
-    load_avg = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     body = (
         "Every chunk embedded twice with the bundled model: as indexed (note title, heading "
         "path, then the chunk) and as its bare text; exact cosine search over all chunks, "
         f"fused with the shipped settings ({trial.describe()}: without completion on both "
         "sides). Delta = with prefix - bare, "
-        "paired per query (bootstrap 95% interval, sign test).\n\n"
-        + "\n".join(lines)
-        + f"\n\nLoad average at the end: {load_avg}."
+        "paired per query (bootstrap 95% interval, sign test).\n\n" + "\n".join(lines)
     )
     write_section("prefix", "Embedded prefix check", body)
 

@@ -299,10 +299,6 @@ def main() -> None:
             + "\n\nEach branch against its plain baseline, same run, whole sets, nDCG@10 / "
             "Recall@100:\n\n" + baseline_rows(datasets, shipped, notes)
         )  # fmt: skip
-    load_avg = Path("/proc/loadavg").read_text().split()[:3]
-    body += (
-        f"\n\nLoad average at the end: {' '.join(load_avg)} (quality figures do not depend on it)."
-    )
     if args.no_write:
         print(body)
     else:

@@ -269,10 +269,12 @@ def _store(path: Path, value: object) -> None:
 
 def cached_unit_vectors(label: str, texts: Sequence[str], embedder: Any) -> np.ndarray:
     """Unit vectors of ``texts`` by the bundled model, cached in bench/.cache under
-    ``label`` and a digest of the texts, so a baseline re-run embeds nothing."""
+    ``label`` and a digest of the model's cache key and the texts, so a baseline re-run
+    embeds nothing and another model never reads the vectors of the last one."""
     from _report import CACHE
 
-    digest = hashlib.sha256("\0".join(texts).encode("utf-8")).hexdigest()[:16]
+    key = "\0".join([embedder.cache_key, *texts])
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
     cache = CACHE / f"{label.replace(' ', '-')}-{digest}.npy"
     if cache.is_file():
         vectors = np.load(cache)

@@ -288,12 +288,10 @@ def main() -> None:
                 f"shares {', '.join(f'{a:g}' for a in SHARES)}), {scope}:\n\n"
                 + adaptive_cv(datasets, fit_on, shipped)
             )
-    load_avg = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     body = (
         f"Shipped default: {shipped.describe()}. Cells are held-out nDCG@10 of the trial its "
         "fold's training part chose / the shipped default on the same fold.\n\n"
         + "\n\n".join(parts)
-        + f"\n\nLoad average at the end: {load_avg}."
     )
     if args.no_write:
         print(body)

@@ -191,7 +191,6 @@ def main() -> None:
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    load = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else []
     body = (
         "Hand-judged queries of the project's own over the two shared vaults (how they were "
         "written and graded: `bench/judged/METHOD.md`). Each query runs through "
@@ -199,8 +198,7 @@ def main() -> None:
         "without vaultsearch code (`bench/plain_baselines.py`: Tantivy English-stemmed "
         "BM25 over title + body, "
         f"MiniLM over {CHUNK_WORDS}-word paragraph chunks max-pooled per note, "
-        f"RRF k=60 of the two). Configuration: {config.source}. Load average at the end: "
-        f"{' '.join(load)}.\n\n" + "\n\n".join(sections)
+        f"RRF k=60 of the two). Configuration: {config.source}.\n\n" + "\n\n".join(sections)
     )
     if args.before:
         write_section(
