@@ -42,8 +42,10 @@ def wait_until(check: Callable[[], bool], timeout: float = 20.0) -> bool:
 class LiveVault:
     """A vault with a LiveIndex and a watcher running, recording every run's summary."""
 
-    def __init__(self, root: Path, index_dir: Path, debounce_ms: int = DEBOUNCE_MS) -> None:
-        config = config_from_dict({"watch": {"debounce_ms": debounce_ms}})
+    def __init__(
+        self, root: Path, index_dir: Path, debounce_ms: int = DEBOUNCE_MS, **config_tables: Any
+    ) -> None:
+        config = config_from_dict({"watch": {"debounce_ms": debounce_ms}, **config_tables})
         self.quiet = 0.5 + 2.5 * debounce_ms / 1000
         """Long enough that a run that was going to come has come."""
         self.root = root
@@ -341,3 +343,60 @@ def test_ignored_folders_hold_no_os_watch(tmp_path: Path, embedder: object) -> N
         assert live.keyword("cloudberries") == ["fresh/deeper/c.md"]
     finally:
         live.close()
+
+
+@pytest.fixture
+def live_source(tmp_path: Path, embedder: object) -> Iterator[tuple[LiveVault, Path]]:
+    """A watched vault with a folder source beside it (its own excludes, include globs
+    and size limit) and a git-less folder that is not a source."""
+    root = write_files(tmp_path / "vault", {"alpha.md": note("Alpha", "About apples.")})
+    ext = write_files(tmp_path / "ext", {"kept.md": note("Kept", "About kiwis.")})
+    source = {
+        "name": "ext",
+        "path": str(ext),
+        "exclude": ["drafts/"],
+        "include": ["*.md"],
+        "max_file_size": 2000,
+    }
+    lv = LiveVault(root, tmp_path / "index", sources=[source])
+    try:
+        yield lv, ext
+    finally:
+        lv.close()
+
+
+def test_a_folder_source_is_watched_by_its_own_rules(
+    live_source: tuple[LiveVault, Path],
+) -> None:
+    live, ext = live_source
+    assert live.keyword("kiwis") == ["ext:kept.md"]
+
+    mark = len(live.runs)
+    (ext / "deep").mkdir()
+    (ext / "deep" / "new.md").write_text(note("New", "About quinces."), encoding="utf-8")
+    run = live.run_after(mark)
+    assert (run["added"], run["updated"], run["removed"]) == (1, 0, 0)
+    assert live.keyword("quinces") == ["ext:deep/new.md"]
+
+    batches, mark = live.watcher.batches, len(live.runs)
+    write_files(
+        ext,
+        {
+            "drafts/d.md": note("Draft", "Excluded quinces."),  # the source's exclude
+            "other.txt": "Not in the source's include globs.",
+            "big.md": "# Big\n\n" + "quince " * 400,  # over the source's max_file_size
+        },
+    )
+    time.sleep(live.quiet)
+    assert (live.watcher.batches, len(live.runs)) == (batches, mark)
+
+    (ext / "kept.md").write_text(note("Kept", "Now about figs."), encoding="utf-8")
+    run = live.run_after(mark)
+    assert (run["added"], run["updated"], run["removed"]) == (0, 1, 0)
+    assert live.keyword("figs") == ["ext:kept.md"]
+
+    mark = len(live.runs)
+    (ext / "deep" / "new.md").unlink()
+    run = live.run_after(mark)
+    assert run["removed"] == 1
+    assert live.keyword("quinces") == []

@@ -6,6 +6,10 @@ same ignore rules as a scan (and by ``vault.max_file_size``), gathered per path 
 vault has been quiet for ``watch.debounce_ms``, and handed over as one batch. A folder
 rename (hundreds of events within milliseconds) thus reaches the index as one update
 that sees both sides of every move, and the moved notes keep their embeddings.
+
+Folder sources are watched beside the vault, each by its own rules, and their files
+reach the index under their note ids (``name:path``); a git source changes only when it
+is fetched, so an index run, not a file event, brings it up to date.
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ import stat
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
+import pathspec
 from watchdog.events import (
     DirCreatedEvent,
     DirDeletedEvent,
@@ -40,7 +46,8 @@ from vaultsearch.errors import VaultsearchError
 from vaultsearch.indexing.live import LiveIndex, LiveState
 from vaultsearch.indexing.oswatch import pruned_observer
 from vaultsearch.indexing.scan import IGNORE_FILES, IgnoreRules
-from vaultsearch.parsers import ParserRegistry
+from vaultsearch.indexing.sources import SourceSet
+from vaultsearch.sourceconfig import note_id
 from vaultsearch.store.manifest import read_state
 
 if TYPE_CHECKING:
@@ -62,6 +69,52 @@ RESCAN_SECONDS = 300.0
 """A whole-vault look this often catches what the kernel dropped (inotify overflow)."""
 
 
+@dataclass
+class _Root:
+    """One watched folder: the vault (``source`` empty) or a folder source."""
+
+    path: Path
+    source: str
+    exclude: tuple[str, ...]
+    include: pathspec.PathSpec | None
+    max_size: int
+    rules: IgnoreRules
+
+    def wanted(self, rel: str, is_dir: bool, sources: SourceSet) -> bool:
+        if self.rules.excludes(rel, is_dir=is_dir):
+            return False
+        if is_dir:
+            return True
+        if self.include is not None and not self.include.match_file(rel):
+            return False
+        return sources.parser_for(note_id(self.source, rel)) is not None
+
+
+def _roots(vault: Vault, sources: SourceSet) -> list[_Root]:
+    """The vault, then every folder source that exists now (one that appears later, a
+    disk mounted after the start, is read by the periodic whole-vault look)."""
+    config, index_dir = vault.config, vault.index_dir
+    exclude = tuple(config.excluded())
+    out = [
+        _Root(
+            vault.root.resolve(), "", exclude, None, config.vault.max_file_size,
+            IgnoreRules(vault.root.resolve(), exclude, index_dir),
+        )
+    ]  # fmt: skip
+    for source in config.sources:
+        root = sources.root(source)
+        if source.type != "folder" or not root.is_dir():
+            continue
+        include = pathspec.PathSpec.from_lines("gitignore", source.include)
+        out.append(
+            _Root(
+                root, source.name, tuple(source.exclude), include if source.include else None,
+                sources.max_size(source), IgnoreRules(root, source.exclude, index_dir),
+            )
+        )  # fmt: skip
+    return out
+
+
 class Watcher:
     """Debounces file events into ``LiveIndex.request(paths=...)`` calls."""
 
@@ -77,15 +130,14 @@ class Watcher:
         self.max_wait = max(2.0, 10 * self.debounce)
         """Under a steady stream of events, index at least this often anyway."""
         self.rescan = rescan
-        self._exclude = vault.config.excluded()
         self._index_dir = vault.index_dir
-        self.rules = IgnoreRules(self.root, self._exclude, self._index_dir)
-        self.parsers = ParserRegistry(vault.config.parsers)
-        self.max_size = vault.config.vault.max_file_size
+        self.sources = SourceSet(vault.root, vault.index_dir, vault.config)
+        self.roots = _roots(vault, self.sources)
         self.batches = 0
         """Requests handed to the LiveIndex so far (tests and the bench read it)."""
         self._cond = threading.Condition()
-        self._paths: set[str] = set()
+        self._paths: dict[str, tuple[Path, int]] = {}
+        """Note id -> its file and the size limit it is judged by."""
         self._everything = False
         self._first = self._last = 0.0
         self._stopped = False
@@ -95,9 +147,10 @@ class Watcher:
     def start(self) -> Watcher:
         try:
             observer = pruned_observer(self._unwatched)
-            observer.schedule(
-                _Handler(self), str(self.root), recursive=True, event_filter=list(WATCHED)
-            )
+            for root in self.roots:
+                observer.schedule(
+                    _Handler(self, root), str(root.path), recursive=True, event_filter=list(WATCHED)
+                )
             observer.start()
         except OSError as exc:  # ENOSPC here is inotify's limit, not a full disk
             if exc.errno not in (errno.ENOSPC, errno.EMFILE):
@@ -123,21 +176,31 @@ class Watcher:
             self._thread.join(timeout)
 
     # --- events (watchdog's thread) ----------------------------------------------
-    def on_event(self, event: FileSystemEvent) -> None:
+    @property
+    def rules(self) -> IgnoreRules:
+        """The vault's own rules."""
+        return self.roots[0].rules
+
+    def on_event(self, event: FileSystemEvent, root: _Root | None = None) -> None:
+        root = root or self.roots[0]
         if event.is_directory and event.event_type not in ("created", "deleted", "moved"):
             return
         raw = [event.src_path, event.dest_path] if event.event_type == "moved" else [event.src_path]
-        taken: list[str] = []
+        taken: dict[str, tuple[Path, int]] = {}
         everything = False
         for p in raw:
-            rel = self._relative(os.fsdecode(p))
+            path = Path(os.fsdecode(p))
+            rel = _relative(path, root.path)
             if rel is None:
                 continue
             if rel in IGNORE_FILES:  # the rules changed: what is a note may have too
-                self.rules = IgnoreRules(self.root, self._exclude, self._index_dir)
-                everything = True
-            elif self._wanted(rel, event.is_directory):
-                taken.append(rel)
+                root.rules = IgnoreRules(root.path, root.exclude, self._index_dir)
+                if not root.source:
+                    everything = True
+                else:
+                    taken[note_id(root.source, "")] = (root.path, root.max_size)
+            elif root.wanted(rel, event.is_directory, self.sources):
+                taken[note_id(root.source, rel)] = (path, root.max_size)
         if not taken and not everything:
             return
         now = time.monotonic()
@@ -153,30 +216,23 @@ class Watcher:
         """No OS watch for a folder no note can be in (``.git``, ``node_modules``...);
         rules read at start, so a folder un-ignored later is watched after a restart
         and found meanwhile by the periodic whole-vault look."""
-        rel = self._relative(folder)
-        return rel is not None and self.rules.excludes(rel, is_dir=True)
+        judged = [
+            root.rules.excludes(rel, is_dir=True)
+            for root in self.roots
+            if (rel := _relative(Path(folder), root.path)) is not None
+        ]
+        return bool(judged) and all(judged)
 
-    def _relative(self, path: str) -> str | None:
-        try:
-            rel = Path(path).relative_to(self.root).as_posix()
-        except ValueError:
-            return None
-        return None if rel in ("", ".") else rel
-
-    def _wanted(self, rel: str, is_dir: bool) -> bool:
-        if self.rules.excludes(rel, is_dir=is_dir):
-            return False
-        return is_dir or self.parsers.parser_for(rel) is not None
-
-    def _small_enough(self, rel: str) -> bool:
+    @staticmethod
+    def _small_enough(file: Path, limit: int) -> bool:
         """Judged when the batch is handed over, once the file is written: a file over
-        ``vault.max_file_size`` is not indexed, so its events start no run (a note that
-        outgrows the limit leaves the index at the next whole-vault look)."""
+        the size limit is not indexed, so its events start no run (a note that outgrows
+        the limit leaves the index at the next whole-vault look)."""
         try:
-            st = (self.root / rel).stat()
+            st = file.stat()
         except OSError:
             return True  # gone: the index must drop it
-        return stat.S_ISDIR(st.st_mode) or st.st_size <= self.max_size
+        return stat.S_ISDIR(st.st_mode) or st.st_size <= limit
 
     # --- batching (own thread) ---------------------------------------------------
     def _loop(self) -> None:
@@ -196,23 +252,30 @@ class Watcher:
                 if now < due:
                     self._cond.wait(due - now)
                     continue
-                paths, everything = self._paths, self._everything
-                self._paths, self._everything = set(), False
-            if not everything:
-                paths = {p for p in paths if self._small_enough(p)}
-                if not paths:
-                    continue
+                taken, everything = self._paths, self._everything
+                self._paths, self._everything = {}, False
+            paths = {p for p, (file, limit) in taken.items() if self._small_enough(file, limit)}
+            if not everything and not paths:
+                continue
             self.live.request(paths=None if everything else paths)
             self.batches += 1
             next_rescan = time.monotonic() + self.rescan
 
 
 class _Handler(FileSystemEventHandler):
-    def __init__(self, watcher: Watcher) -> None:
-        self.watcher = watcher
+    def __init__(self, watcher: Watcher, root: _Root) -> None:
+        self.watcher, self.root = watcher, root
 
     def on_any_event(self, event: FileSystemEvent) -> None:
-        self.watcher.on_event(event)
+        self.watcher.on_event(event, self.root)
+
+
+def _relative(path: Path, root: Path) -> str | None:
+    try:
+        rel = path.relative_to(root).as_posix()
+    except ValueError:
+        return None
+    return None if rel in ("", ".") else rel
 
 
 def attach_watcher(live: LiveIndex) -> Watcher:
