@@ -347,8 +347,8 @@ def test_ignored_folders_hold_no_os_watch(tmp_path: Path, embedder: object) -> N
 
 @pytest.fixture
 def live_source(tmp_path: Path, embedder: object) -> Iterator[tuple[LiveVault, Path]]:
-    """A watched vault with a folder source beside it (its own excludes, include globs
-    and size limit) and a git-less folder that is not a source."""
+    """A watched vault with a folder source beside it, which has its own excludes,
+    include globs and size limit."""
     root = write_files(tmp_path / "vault", {"alpha.md": note("Alpha", "About apples.")})
     ext = write_files(tmp_path / "ext", {"kept.md": note("Kept", "About kiwis.")})
     source = {
