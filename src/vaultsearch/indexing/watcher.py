@@ -156,7 +156,8 @@ class Watcher:
             if exc.errno not in (errno.ENOSPC, errno.EMFILE):
                 raise
             raise VaultsearchError(
-                f"Cannot watch {self.root}: {exc.strerror} (a limit on file watching).",
+                f"Cannot watch {' and '.join(str(r.path) for r in self.roots)}: "
+                f"{exc.strerror} (a limit on file watching).",
                 fix="raise it (sudo sysctl fs.inotify.max_user_watches=524288, or "
                 "fs.inotify.max_user_instances), or run 'vaultsearch index' when notes change",
             ) from exc
