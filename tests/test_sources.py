@@ -17,6 +17,7 @@ from vaultsearch import Vault
 from vaultsearch.cli import main
 from vaultsearch.config import config_from_dict
 from vaultsearch.errors import ConfigError, IndexBusyError, QueryError, VaultsearchError
+from vaultsearch.indexing import sources as source_scan
 from vaultsearch.sourceconfig import source_from_table
 from vaultsearch.store.catalog import Catalog
 from vaultsearch.store.layout import IndexLayout
@@ -481,3 +482,30 @@ def test_remove_waits_for_no_other_writer(tmp_path: Path) -> None:
     assert v.remove_source("docs").removed == 0
     assert "docs" not in managed.read_text(encoding="utf-8")
     assert [s["name"] for s in v.sources()] == ["vault"]
+
+
+def test_a_watched_path_of_a_folder_source_is_looked_at_alone(
+    tmp_path: Path, embedder: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the watcher hands over for a folder source is stat-ed, not found by a walk of
+    the whole source: a large source must not be walked on every saved file."""
+    vault, _, _ = indexed_sources(tmp_path)
+    try:
+        docs = tmp_path / "docs"
+        (docs / "guide.md").write_text("# Guide\n\nPapayas ripen in the sun.\n", "utf-8")
+        (docs / "later.md").write_text("# Later\n\nPapayas for the whole look.\n", "utf-8")
+        walked: list[Path] = []
+        walk = source_scan._walk
+
+        def spy(root: Path, *args: object) -> object:
+            walked.append(root)
+            return walk(root, *args)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(source_scan, "_walk", spy)
+        s = vault.manager().update(paths=["docs:guide.md", "docs:gone/"])
+        assert (s.added, s.updated, s.removed, walked) == (0, 1, 0, [])
+        assert [h.path for h in vault.search("papayas", mode="keyword")] == ["docs:guide.md"]
+        s = vault.manager().update(paths=["docs:"])  # the whole source
+        assert (s.added, s.updated, len(walked)) == (1, 0, 1)
+    finally:
+        vault.close()

@@ -586,7 +586,8 @@ class IndexManager:
         SourceScan,
     ]:
         """``_look`` for named paths: vault paths, or note ids of a source (``lib:``
-        is all of it, ``lib:src/`` a folder in it), whose source is scanned and cut."""
+        is all of it, ``lib:src/`` a folder in it). Only those paths of the vault and of a
+        folder source are looked at; a git source is fetched, listed whole and cut."""
         self._reload_rules()
         vault_paths = [p for p in paths if not self.sources.split(p)[0]]
         names = sorted({n for p in paths if (n := self.sources.split(p)[0])})
@@ -598,7 +599,9 @@ class IndexManager:
             return path in wanted or path.startswith(prefixes)
 
         for name in names:
-            part = self.sources.scan(self.rules, name, sync)
+            inner = [rel for src, rel in map(self.sources.split, paths) if src == name]
+            limited = self.sources.by_name[name].type == "folder" and all(inner)
+            part = self.sources.scan(self.rules, name, sync, inner if limited else None)
             scan.files.update((k, v) for k, v in part.files.items() if inside(k))
             scan.unavailable.update(part.unavailable)
             scan.stale.update(part.stale)

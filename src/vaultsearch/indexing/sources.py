@@ -11,6 +11,7 @@ not even in a full rebuild.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +21,14 @@ import pathspec
 from vaultsearch.config import Config
 from vaultsearch.errors import VaultsearchError
 from vaultsearch.indexing.gitsource import GitSourceError, head_commit, sync_clone, tracked_files
-from vaultsearch.indexing.scan import FileInfo, IgnoreRules, _infos, _walk, scan_vault
+from vaultsearch.indexing.scan import (
+    FileInfo,
+    IgnoreRules,
+    _infos,
+    _walk,
+    scan_paths,
+    scan_vault,
+)
 from vaultsearch.models import ParsedNote
 from vaultsearch.parsers import Parser, ParserRegistry, parse_content
 from vaultsearch.sourceconfig import (
@@ -113,10 +121,16 @@ class SourceSet:
 
     # --- scanning ---------------------------------------------------------------------
     def scan(
-        self, vault_rules: IgnoreRules, only: str | None = None, sync: bool = False
+        self,
+        vault_rules: IgnoreRules,
+        only: str | None = None,
+        sync: bool = False,
+        rels: Sequence[str] | None = None,
     ) -> SourceScan:
         """Files of the vault and every source, or of ``only`` one (a name, or
-        ``vault``); ``sync`` fetches git sources first (index runs, never ``check``)."""
+        ``vault``); ``sync`` fetches git sources first (index runs, never ``check``).
+        ``rels`` (paths inside the folder source ``only``, from the watcher) limits the
+        look to them: a few stats instead of a walk of the whole source."""
         out = SourceScan()
         if only in (None, VAULT_SOURCE):
             files = scan_vault(self.vault, vault_rules, self._global)
@@ -126,7 +140,7 @@ class SourceSet:
             if only not in (None, source.name):
                 continue
             try:
-                files, commit = self._scan_source(source, sync, out.stale)
+                files, commit = self._scan_source(source, sync, out.stale, rels)
             except (VaultsearchError, OSError) as exc:
                 out.unavailable[source.name] = str(exc)
                 if source.type == "git" and not (self.root(source) / ".git").is_dir():
@@ -153,7 +167,11 @@ class SourceSet:
         return out
 
     def _scan_source(
-        self, source: SourceConfig, sync: bool, stale: dict[str, str]
+        self,
+        source: SourceConfig,
+        sync: bool,
+        stale: dict[str, str],
+        rels: Sequence[str] | None = None,
     ) -> tuple[dict[str, FileInfo], str | None]:
         """A git source whose fetch fails but whose clone is there is read from the
         commit last fetched, and noted in ``stale``: otherwise a full rebuild during a
@@ -178,14 +196,22 @@ class SourceSet:
         elif not root.is_dir():
             raise VaultsearchError(f"The folder {root} of source '{source.name}' does not exist.")
         rules = IgnoreRules(root, source.exclude, self.index_dir)
+        parsers = self._parsers[source.name]
         include = pathspec.PathSpec.from_lines("gitignore", source.include)
-        if source.type == "git":
-            listed = [(rel, root / rel) for rel in tracked_files(root) if not rules.excludes(rel)]
+
+        def included(rel: str) -> bool:
+            return not source.include or rel.endswith("/") or include.match_file(rel)
+
+        if source.type == "folder" and rels is not None:
+            found = scan_paths(root, rules, parsers, rels)
+            files = {rel: info for rel, info in found.items() if included(rel)}
         else:
-            listed = list(_walk(root.resolve(), rules))
-        if source.include:
-            listed = [(r, p) for r, p in listed if r.endswith("/") or include.match_file(r)]
-        files = _infos(listed, self._parsers[source.name], root.resolve())
+            listed = (
+                [(rel, root / rel) for rel in tracked_files(root) if not rules.excludes(rel)]
+                if source.type == "git"
+                else _walk(root.resolve(), rules)
+            )
+            files = _infos([(r, p) for r, p in listed if included(r)], parsers, root.resolve())
         limit = self.max_size(source)
         key = (
             f"max_file_size of source '{source.name}'"
