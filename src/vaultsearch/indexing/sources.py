@@ -77,6 +77,9 @@ class SourceSet:
         self._parsers = {
             s.name: ParserRegistry(_merged(s.parsers, config.parsers)) for s in config.sources
         }
+        self._includes = {
+            s.name: pathspec.PathSpec.from_lines("gitignore", s.include) for s in config.sources
+        }
 
     # --- ids and parsers ------------------------------------------------------------
     def split(self, path: str) -> tuple[str, str]:
@@ -108,6 +111,16 @@ class SourceSet:
         if not source:
             return self.vault / rel
         return self.root(self.by_name[source]) / rel
+
+    def ignore_rules(self, source: SourceConfig) -> IgnoreRules:
+        """The source's excludes and ignore files, read now (a scan and the watcher)."""
+        return IgnoreRules(self.root(source), source.exclude, self.index_dir)
+
+    def included(self, source: SourceConfig, rel: str) -> bool:
+        """Whether a file (or a folder, ``rel`` ending in ``/``) passes the include globs."""
+        return (
+            not source.include or rel.endswith("/") or self._includes[source.name].match_file(rel)
+        )
 
     def max_size(self, source: SourceConfig | None) -> int:
         if source is not None and source.max_file_size:
@@ -195,23 +208,19 @@ class SourceSet:
                 commit = head_commit(root)
         elif not root.is_dir():
             raise VaultsearchError(f"The folder {root} of source '{source.name}' does not exist.")
-        rules = IgnoreRules(root, source.exclude, self.index_dir)
+        rules = self.ignore_rules(source)
         parsers = self._parsers[source.name]
-        include = pathspec.PathSpec.from_lines("gitignore", source.include)
-
-        def included(rel: str) -> bool:
-            return not source.include or rel.endswith("/") or include.match_file(rel)
-
         if source.type == "folder" and rels is not None:
             found = scan_paths(root, rules, parsers, rels)
-            files = {rel: info for rel, info in found.items() if included(rel)}
+            files = {rel: info for rel, info in found.items() if self.included(source, rel)}
         else:
             listed = (
                 [(rel, root / rel) for rel in tracked_files(root) if not rules.excludes(rel)]
                 if source.type == "git"
                 else _walk(root.resolve(), rules)
             )
-            files = _infos([(r, p) for r, p in listed if included(r)], parsers, root.resolve())
+            kept = [(rel, path) for rel, path in listed if self.included(source, rel)]
+            files = _infos(kept, parsers, root.resolve())
         limit = self.max_size(source)
         key = (
             f"max_file_size of source '{source.name}'"

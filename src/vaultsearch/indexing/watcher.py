@@ -27,7 +27,6 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-import pathspec
 from watchdog.events import (
     DirCreatedEvent,
     DirDeletedEvent,
@@ -47,7 +46,7 @@ from vaultsearch.indexing.live import LiveIndex, LiveState
 from vaultsearch.indexing.oswatch import pruned_observer
 from vaultsearch.indexing.scan import IGNORE_FILES, IgnoreRules
 from vaultsearch.indexing.sources import SourceSet
-from vaultsearch.sourceconfig import note_id
+from vaultsearch.sourceconfig import SourceConfig, note_id
 from vaultsearch.store.manifest import read_state
 
 if TYPE_CHECKING:
@@ -71,47 +70,37 @@ RESCAN_SECONDS = 300.0
 
 @dataclass
 class _Root:
-    """One watched folder: the vault (``source`` empty) or a folder source."""
+    """One watched folder: the vault (``source`` None) or a folder source."""
 
     path: Path
-    source: str
-    exclude: tuple[str, ...]
-    include: pathspec.PathSpec | None
+    source: SourceConfig | None
     max_size: int
     rules: IgnoreRules
+
+    def note_id(self, rel: str) -> str:
+        return note_id(self.source.name if self.source else "", rel)
 
     def wanted(self, rel: str, is_dir: bool, sources: SourceSet) -> bool:
         if self.rules.excludes(rel, is_dir=is_dir):
             return False
         if is_dir:
             return True
-        if self.include is not None and not self.include.match_file(rel):
+        if self.source is not None and not sources.included(self.source, rel):
             return False
-        return sources.parser_for(note_id(self.source, rel)) is not None
+        return sources.parser_for(self.note_id(rel)) is not None
 
 
 def _roots(vault: Vault, sources: SourceSet) -> list[_Root]:
     """The vault, then every folder source that exists now (one that appears later, a
     disk mounted after the start, is read by the periodic whole-vault look)."""
-    config, index_dir = vault.config, vault.index_dir
-    exclude = tuple(config.excluded())
-    out = [
-        _Root(
-            vault.root.resolve(), "", exclude, None, config.vault.max_file_size,
-            IgnoreRules(vault.root.resolve(), exclude, index_dir),
-        )
-    ]  # fmt: skip
-    for source in config.sources:
-        root = sources.root(source)
-        if source.type != "folder" or not root.is_dir():
-            continue
-        include = pathspec.PathSpec.from_lines("gitignore", source.include)
-        out.append(
-            _Root(
-                root, source.name, tuple(source.exclude), include if source.include else None,
-                sources.max_size(source), IgnoreRules(root, source.exclude, index_dir),
-            )
-        )  # fmt: skip
+    root = vault.root.resolve()
+    rules = IgnoreRules(root, vault.config.excluded(), vault.index_dir)
+    out = [_Root(root, None, vault.config.vault.max_file_size, rules)]
+    for source in vault.config.sources:
+        path = sources.root(source)
+        if source.type == "folder" and path.is_dir():
+            rules = sources.ignore_rules(source)
+            out.append(_Root(path, source, sources.max_size(source), rules))
     return out
 
 
@@ -130,6 +119,7 @@ class Watcher:
         self.max_wait = max(2.0, 10 * self.debounce)
         """Under a steady stream of events, index at least this often anyway."""
         self.rescan = rescan
+        self._exclude = vault.config.excluded()
         self._index_dir = vault.index_dir
         self.sources = SourceSet(vault.root, vault.index_dir, vault.config)
         self.roots = _roots(vault, self.sources)
@@ -195,13 +185,14 @@ class Watcher:
             if rel is None:
                 continue
             if rel in IGNORE_FILES:  # the rules changed: what is a note may have too
-                root.rules = IgnoreRules(root.path, root.exclude, self._index_dir)
-                if not root.source:
+                if root.source is None:
+                    root.rules = IgnoreRules(root.path, self._exclude, self._index_dir)
                     everything = True
                 else:
-                    taken[note_id(root.source, "")] = (root.path, root.max_size)
+                    root.rules = self.sources.ignore_rules(root.source)
+                    taken[root.note_id("")] = (root.path, root.max_size)
             elif root.wanted(rel, event.is_directory, self.sources):
-                taken[note_id(root.source, rel)] = (path, root.max_size)
+                taken[root.note_id(rel)] = (path, root.max_size)
         if not taken and not everything:
             return
         now = time.monotonic()
