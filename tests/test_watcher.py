@@ -371,9 +371,9 @@ def test_a_folder_source_is_watched_by_its_own_rules(
     live, ext = live_source
     assert live.keyword("kiwis") == ["ext:kept.md"]
 
+    staging = write_files(ext.parent / "staging", {"new.md": note("New", "About quinces.")})
     mark = len(live.runs)
-    (ext / "deep").mkdir()
-    (ext / "deep" / "new.md").write_text(note("New", "About quinces."), encoding="utf-8")
+    shutil.move(staging, ext / "deep")  # one event: a folder moved in whole
     run = live.run_after(mark)
     assert (run["added"], run["updated"], run["removed"]) == (1, 0, 0)
     assert live.keyword("quinces") == ["ext:deep/new.md"]
