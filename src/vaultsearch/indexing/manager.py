@@ -472,9 +472,7 @@ class IndexManager:
             if name in scan.commits:
                 entry["commit"] = scan.commits[name]
             state[name] = entry
-        for name, reason in scan.stale.items():
-            state[name]["error"] = reason
-        for name, reason in scan.unavailable.items():
+        for name, reason in {**scan.stale, **scan.unavailable}.items():
             state[name] = {**state.get(name, {}), "error": reason}
         atomic_write_json(self.layout.root / SOURCES_STATE, state)
 
@@ -589,8 +587,9 @@ class IndexManager:
         is all of it, ``lib:src/`` a folder in it). Only those paths of the vault and of a
         folder source are looked at; a git source is fetched, listed whole and cut."""
         self._reload_rules()
-        vault_paths = [p for p in paths if not self.sources.split(p)[0]]
-        names = sorted({n for p in paths if (n := self.sources.split(p)[0])})
+        parts = [self.sources.split(p) for p in paths]
+        vault_paths = [rel for src, rel in parts if not src]
+        names = sorted({src for src, _ in parts if src})
         scan = SourceScan(scan_paths(self.vault, self.rules, self.parsers, vault_paths))
         prefixes = tuple(p if p.endswith(":") else p.rstrip("/") + "/" for p in paths)
         wanted = set(paths)
@@ -599,7 +598,7 @@ class IndexManager:
             return path in wanted or path.startswith(prefixes)
 
         for name in names:
-            inner = [rel for src, rel in map(self.sources.split, paths) if src == name]
+            inner = [rel for src, rel in parts if src == name]
             limited = self.sources.by_name[name].type == "folder" and all(inner)
             part = self.sources.scan(self.rules, name, sync, inner if limited else None)
             scan.files.update((k, v) for k, v in part.files.items() if inside(k))

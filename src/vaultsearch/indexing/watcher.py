@@ -21,7 +21,7 @@ import stat
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import FrameType
@@ -75,7 +75,7 @@ class _Root:
     path: Path
     source: SourceConfig | None
     max_size: int
-    rules: IgnoreRules
+    rules: IgnoreRules = field(init=False)
 
     def note_id(self, rel: str) -> str:
         return note_id(self.source.name if self.source else "", rel)
@@ -90,20 +90,6 @@ class _Root:
         return sources.parser_for(self.note_id(rel)) is not None
 
 
-def _roots(vault: Vault, sources: SourceSet) -> list[_Root]:
-    """The vault, then every folder source that exists now (one that appears later, a
-    disk mounted after the start, is read by the periodic whole-vault look)."""
-    root = vault.root.resolve()
-    rules = IgnoreRules(root, vault.config.excluded(), vault.index_dir)
-    out = [_Root(root, None, vault.config.vault.max_file_size, rules)]
-    for source in vault.config.sources:
-        path = sources.root(source)
-        if source.type == "folder" and path.is_dir():
-            rules = sources.ignore_rules(source)
-            out.append(_Root(path, source, sources.max_size(source), rules))
-    return out
-
-
 class Watcher:
     """Debounces file events into ``LiveIndex.request(paths=...)`` calls."""
 
@@ -112,7 +98,6 @@ class Watcher:
     ) -> None:
         vault = live.vault
         self.live = live
-        self.root = vault.root.resolve()
         self.debounce = (
             vault.config.watch.debounce_ms / 1000 if debounce is None else max(0.0, debounce)
         )
@@ -122,7 +107,7 @@ class Watcher:
         self._exclude = vault.config.excluded()
         self._index_dir = vault.index_dir
         self.sources = SourceSet(vault.root, vault.index_dir, vault.config)
-        self.roots = _roots(vault, self.sources)
+        self.roots = self._roots(vault)
         self.batches = 0
         """Requests handed to the LiveIndex so far (tests and the bench read it)."""
         self._cond = threading.Condition()
@@ -133,6 +118,24 @@ class Watcher:
         self._stopped = False
         self._observer: BaseObserver | None = None
         self._thread = threading.Thread(target=self._loop, name="vaultsearch-watch", daemon=True)
+
+    def _roots(self, vault: Vault) -> list[_Root]:
+        """The vault, then every folder source that exists now (one that appears later, a
+        disk mounted after the start, is read by the periodic whole-vault look)."""
+        out = [_Root(vault.root.resolve(), None, vault.config.vault.max_file_size)]
+        for source in vault.config.sources:
+            path = self.sources.root(source)
+            if source.type == "folder" and path.is_dir():
+                out.append(_Root(path, source, self.sources.max_size(source)))
+        for root in out:
+            root.rules = self._rules(root)
+        return out
+
+    def _rules(self, root: _Root) -> IgnoreRules:
+        """A root's excludes and ignore files, read now."""
+        if root.source is None:
+            return IgnoreRules(root.path, self._exclude, self._index_dir)
+        return self.sources.ignore_rules(root.source)
 
     def start(self) -> Watcher:
         try:
@@ -167,13 +170,7 @@ class Watcher:
             self._thread.join(timeout)
 
     # --- events (watchdog's thread) ----------------------------------------------
-    @property
-    def rules(self) -> IgnoreRules:
-        """The vault's own rules."""
-        return self.roots[0].rules
-
-    def on_event(self, event: FileSystemEvent, root: _Root | None = None) -> None:
-        root = root or self.roots[0]
+    def on_event(self, event: FileSystemEvent, root: _Root) -> None:
         if event.is_directory and event.event_type not in ("created", "deleted", "moved"):
             return
         raw = [event.src_path, event.dest_path] if event.event_type == "moved" else [event.src_path]
@@ -185,11 +182,10 @@ class Watcher:
             if rel is None:
                 continue
             if rel in IGNORE_FILES:  # the rules changed: what is a note may have too
+                root.rules = self._rules(root)
                 if root.source is None:
-                    root.rules = IgnoreRules(root.path, self._exclude, self._index_dir)
                     everything = True
-                else:
-                    root.rules = self.sources.ignore_rules(root.source)
+                else:  # the whole source, as ``name:``
                     taken[root.note_id("")] = (root.path, root.max_size)
             elif root.wanted(rel, event.is_directory, self.sources):
                 taken[root.note_id(rel)] = (path, root.max_size)
