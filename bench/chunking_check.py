@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import CACHE, SHARED, require, write_section
-from tune import SCIFACT, trial_of
+from tune import SCIFACT, SENTENCE_SHARE, shares, trial_of
 from tune_cv import cross_validate, paired_cells
 from tune_data import Dataset, Trial, score_run
 from vaultsearch.beir import prepare_vault
@@ -53,7 +53,7 @@ def main() -> None:
     sizes = [tuple(int(x) for x in s.split(":")) for s in args.sizes.split(",")]
     shipped = trial_of(Config().search)
     grid = [
-        Trial(replace(shipped.settings, weights={"keyword": 1.0 - a, "semantic": a}), 100)
+        Trial(replace(shipped.settings, weights=shares(a, SENTENCE_SHARE)), 100)
         for a in (0.5, 0.6, 0.7)
     ]
     lines = [

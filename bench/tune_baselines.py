@@ -69,6 +69,9 @@ def baseline_rows(
         "keyword branch (ours)": lambda d: d.run(trial, ["keyword"]),
         "plain Tantivy BM25 (en_stem, title + body)": lambda d: plain[d.name]["bm25"],
         "semantic branch (ours, best chunk)": lambda d: d.run(trial, ["semantic"]),
+        "semantic mode (ours, best chunk + best sentence)": lambda d: d.run(
+            trial, ["semantic", "sentences"]
+        ),
         "semantic branch, best chunk + 0.1 x rest": lambda d: d.run(share, ["semantic"]),
         "whole-note MiniLM vectors": lambda d: whole_note_vectors(d.name, notes[d.name], d),
         "plain MiniLM, 150-word chunks max-pooled": lambda d: plain[d.name]["chunks"],
@@ -89,6 +92,11 @@ def baseline_rows(
         ("keyword branch (ours)", "plain Tantivy BM25 (en_stem, title + body)"),
         ("semantic branch (ours, best chunk)", "whole-note MiniLM vectors"),
         ("semantic branch (ours, best chunk)", "plain MiniLM, 150-word chunks max-pooled"),
+        ("semantic mode (ours, best chunk + best sentence)", "whole-note MiniLM vectors"),
+        (
+            "semantic mode (ours, best chunk + best sentence)",
+            "plain MiniLM, 150-word chunks max-pooled",
+        ),
         ("hybrid (ours)", "plain RRF (k=60) of plain BM25 and plain chunks"),
     )
     lines += [

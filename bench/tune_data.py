@@ -59,9 +59,11 @@ class Trial:
         s = self.settings
         if s.method == "rrf":
             head = f"rrf k={s.rrf_k:g} w_kw={s.weights['keyword']:g}"
+            head += f" w_sent={s.weights.get('sentences', 0.0):g}"
         else:
-            a = s.weights["semantic"] / (s.weights["semantic"] + s.weights["keyword"])
-            head = f"convex {s.normalisation} a_sem={a:.2g} share={s.chunk_share:g}"
+            sem = s.weights["semantic"] + s.weights.get("sentences", 0.0)
+            a, w = sem / (sem + s.weights["keyword"]), s.weights.get("sentences", 0.0) / sem
+            head = f"convex {s.normalisation} a_sem={a:.2g} w_sent={w:.2g} share={s.chunk_share:g}"
         tail = f" graph={s.graph_share:g} cand={self.candidates}"
         if self.variant:
             tail += " " + ":".join(
@@ -158,11 +160,11 @@ class Dataset:
                 lists["keyword"] = kw[qid]
             if branches is not None:
                 lists = {b: lists.get(b, []) for b in branches}
-            r = replace(
-                r,
-                branches={b: hits[:depth] for b, hits in lists.items()},
-                completion=_completion(r, lists, depth),
-            )
+            cut = {b: hits if b == "sentences" else hits[:depth] for b, hits in lists.items()}
+            if "sentences" in cut:  # a search at this depth scores the chunks it found
+                found = {c for b, hits in cut.items() if b != "sentences" for c, _ in hits}
+                cut["sentences"] = [h for h in cut["sentences"] if h[0] in found]
+            r = replace(r, branches=cut, completion=_completion(r, lists, depth))
             ranked = variants.apply(
                 trial.variant,
                 r,
@@ -229,7 +231,7 @@ def _completion(
     """What a search at ``depth`` would have completed its branches with: for each
     branch the retrieval completed (the semantic one), the deeper hits the cut left
     out, then the scores the retrieval at ``K`` completed."""
-    if len(lists) < 2:
+    if not {"keyword", "semantic"} <= set(lists):
         return {}
     return {b: [*lists[b][depth:], *extra] for b, extra in r.completion.items() if b in lists}
 

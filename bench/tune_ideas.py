@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import write_section
-from tune import SCIFACT, load, trial_of
+from tune import SCIFACT, SENTENCE_SHARE, load, shares, trial_of
 from tune_cv import CVResult, cross_validate, paired_cells
 from tune_data import FOLDS, Dataset, Trial
 from vaultsearch.config import Config
@@ -56,7 +56,7 @@ def floor_grid(shipped: Trial) -> list[Trial]:
     return [shipped] + [
         replace(
             shipped,
-            settings=replace(shipped.settings, weights={"keyword": 1 - a, "semantic": a}),
+            settings=replace(shipped.settings, weights=shares(a, SENTENCE_SHARE)),
             variant=("floor", c),
         )
         for c in (0.1, 0.2, 0.3, 0.4)
@@ -212,7 +212,7 @@ def adaptive_cv(datasets: Sequence[Dataset], fit_on: Sequence[str], shipped: Tri
     the ``fit_on`` sets, ties to a fixed share; it is then scored on every set's
     held-out fold."""
     by_share = {
-        a: replace(shipped, settings=replace(shipped.settings, weights={"keyword": 1 - a, "semantic": a}))
+        a: replace(shipped, settings=replace(shipped.settings, weights=shares(a, SENTENCE_SHARE)))
         for a in SHARES
     }  # fmt: skip
     nd = {d.name: np.array([d.scores(by_share[a]).ndcg for a in SHARES]) for d in datasets}

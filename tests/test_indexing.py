@@ -275,9 +275,10 @@ def test_progress_moves_per_embedded_chunk(write_vault: WriteVault, embedder: ob
         summary = vault.index(progress=recorder)
     per_call = [e for e in recorder.events if e[1] > 0]
     batch = vault.config.embedding.batch_size
-    assert len(per_call) == -(-summary.chunks_embedded // batch) > 1
+    texts = summary.chunks_embedded + summary.sentences_embedded  # what the model ran on
+    assert len(per_call) == -(-texts // batch) > 1
     assert all(0 < files < recorder.total for files, _ in per_call)
-    assert sum(c for _, c in recorder.events) == summary.chunks_embedded
+    assert sum(c for _, c in recorder.events) == texts
     assert sum(f for f, _ in recorder.events) == pytest.approx(recorder.total)
 
 

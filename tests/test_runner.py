@@ -53,7 +53,8 @@ def test_cancel_stops_a_first_build_and_the_next_run_resumes(
         first = runner.run("update")
         assert first.cancelled
         batch = vault.config.embedding.batch_size
-        assert first.chunks_embedded == batch  # the one model call under way when asked
+        # the one model call under way when asked (sentences and chunks alike)
+        assert first.chunks_embedded + first.sentences_embedded == batch
         snap = runner.snapshot()
         assert snap.state == "cancelled" and snap.finished_at and snap.current_file is None
         assert snap.files_done == 0  # cancelled inside its first batch: no file committed
@@ -68,7 +69,8 @@ def test_cancel_stops_a_first_build_and_the_next_run_resumes(
         finally:
             catalog.close()
         assert second.chunks_embedded == chunks - first.chunks_embedded
-        assert embeddings() == chunks
+        sentences = first.sentences_embedded + second.sentences_embedded
+        assert sentences > 0 and embeddings() == chunks + sentences
         assert runner.snapshot().state == "done" and runner.snapshot().percent == 100.0
         assert vault.check().status == "current"
 
@@ -90,7 +92,8 @@ def test_progress_reports_files_chunks_and_the_current_file(
     assert running and {s.files_total for s in running} == {3}
     assert {s.current_file for s in running} - {None} <= {f"folder/n{i}.md" for i in range(3)}
     assert any(s.current_file for s in running)
-    assert max(s.chunks_total for s in running) == summary.chunks_embedded
+    texts = summary.chunks_embedded + summary.sentences_embedded  # what the model ran on
+    assert max(s.chunks_total for s in running) == texts
     percents = [s.percent for s in running]
     assert percents == sorted(percents) and 0 < percents[-1] <= 100
     final = seen[-1].to_dict()

@@ -93,10 +93,13 @@ def test_modes_and_explain(vault: Vault) -> None:
         assert hits[0].path == "garden/Tomatoes.md", mode
         assert hits[0].heading_path == "Tomatoes > Pests", mode
     ex = vault.search("hornworms", mode="hybrid", explain=True)[0].explain
-    assert ex is not None and [p.branch for p in ex.branches] == ["keyword", "semantic"]
+    branches = [p.branch for p in ex.branches] if ex else []
+    assert branches == ["keyword", "semantic", "sentences"]
     assert ex.branches[0].rank == 1 and ex.method == "convex"
     kw = vault.search("hornworms", mode="keyword", explain=True)[0].explain
     assert kw is not None and [p.branch for p in kw.branches] == ["keyword"]
+    sem = vault.search("hornworms", mode="semantic", explain=True)[0].explain
+    assert sem is not None and [p.branch for p in sem.branches] == ["semantic", "sentences"]
 
 
 def test_bad_arguments(vault: Vault) -> None:

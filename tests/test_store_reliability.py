@@ -222,14 +222,16 @@ def test_embeddings_outlive_the_index(tmp_path: Path, embedder: object) -> None:
     embed nothing again: the per-user cache has every vector."""
     root = write_files(tmp_path / "vault", notes(12))
     with Vault.open(root, index_dir=tmp_path / "one") as vault:
-        first = vault.index().chunks_embedded
-    assert first == 12 == embeddings()
+        first = vault.index()
+    assert first.chunks_embedded == 12 and first.sentences_embedded > 0
+    assert embeddings() == 12 + first.sentences_embedded
     shutil.rmtree(tmp_path / "one")
     other = write_files(tmp_path / "copy", notes(12))
     for vault_root, index_dir in ((root, "one"), (root, "two"), (other, "three")):
         with Vault.open(vault_root, index_dir=tmp_path / index_dir) as vault:
-            assert vault.index().chunks_embedded == 0
-    assert embeddings() == 12
+            again = vault.index()
+            assert again.chunks_embedded == 0 == again.sentences_embedded
+    assert embeddings() == 12 + first.sentences_embedded
 
 
 def test_the_cache_evicts_the_least_recently_used(tmp_path: Path) -> None:

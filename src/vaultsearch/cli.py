@@ -75,7 +75,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         f"indexed {vault.root} -> {vault.index_dir}\n"
         f"  added {d['added']}, updated {d['updated']}, moved {d['moved']}, "
         f"removed {d['removed']}, unchanged {d['unchanged']}, failed {len(d['failed'])}\n"
-        f"  chunks written {d['chunks_written']}, embedded {d['chunks_embedded']}, "
+        f"  chunks written {d['chunks_written']}, embedded {d['chunks_embedded']} "
+        f"(and {d['sentences_embedded']} sentences), "
         f"{d['seconds']:.2f} s ({d['chunks_per_second']} chunks/s)"
     )
     for reason in d["rebuild_reasons"]:
@@ -100,7 +101,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     table = Table(show_header=False, box=None, pad_edge=False)
     for key in (
-        "vault", "index_dir", "notes", "chunks", "vectors", "keyword_docs", "links",
+        "vault", "index_dir", "notes", "chunks", "vectors", "sentences", "keyword_docs", "links",
         "unresolved_links", "model", "dimension", "spec_version", "last_indexed", "config",
     ):  # fmt: skip
         table.add_row(key.replace("_", " "), str(status[key]))

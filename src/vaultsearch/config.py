@@ -46,6 +46,8 @@ class EmbeddingConfig:
     model: str = DEFAULT_MODEL
     backend: str = "auto"
     """auto = onnx for the bundled model (and converted folders), else huggingface."""
+    sentences: bool = True
+    """Embed each chunk's sentences too (the sentence branch of search)."""
     batch_size: int = 16
     device: str = "cpu"
     threads: int = 0
@@ -83,8 +85,10 @@ class SearchConfig:
     normalisation: str = "tm2c2"
     chunk_share: float = 0.0
     rrf_k: int = 60
-    keyword_weight: float = 1.0
-    semantic_weight: float = 1.5
+    keyword_weight: float = 0.4
+    semantic_weight: float = 0.39
+    sentence_weight: float = 0.21
+    """The best sentence's cosine beside the best chunk's (hybrid and semantic modes)."""
     candidates: int = 100
     max_chunks_per_note: int = 3
     graph_boost: bool = True
@@ -266,7 +270,13 @@ def _validate(cfg: Config) -> None:
         s.normalisation,
         "allowed: tm2c2, minmax",
     )
-    for name in ("keyword_weight", "semantic_weight", "graph_share", "chunk_share"):
+    for name in (
+        "keyword_weight",
+        "semantic_weight",
+        "sentence_weight",
+        "graph_share",
+        "chunk_share",
+    ):
         v = getattr(s, name)
         _require(v >= 0, f"search.{name}", v, "must be zero or positive")
     for name in ("candidates", "max_chunks_per_note", "graph_top", "rerank_top"):

@@ -273,6 +273,7 @@ class Vault:
             "notes": len(snap.notes),
             "chunks": len(snap.note_of_chunk),
             "vectors": len(snap.vectors),
+            "sentences": len(snap.sentences),
             "keyword_docs": len(snap.keywords),
             "links": snap.catalog.count("links"),
             "graph_edges": snap.graph.number_of_edges(),

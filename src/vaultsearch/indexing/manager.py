@@ -36,6 +36,7 @@ from vaultsearch.indexing.scan import FileInfo, IgnoreRules, scan_paths
 from vaultsearch.indexing.sources import SourceScan, SourceSet, now_iso
 from vaultsearch.models import Chunk, ParsedNote
 from vaultsearch.parsers import ParserRegistry
+from vaultsearch.parsers.sentences import unit_texts
 from vaultsearch.sourceconfig import VAULT_SOURCE
 from vaultsearch.store.atomic import atomic_write_json, temp_target
 from vaultsearch.store.catalog import Catalog, open_catalog_for_reading, seal_catalog
@@ -75,6 +76,7 @@ class IndexSummary:
     unchanged: int = 0
     failed: dict[str, str] = field(default_factory=dict)
     chunks_embedded: int = 0
+    sentences_embedded: int = 0
     chunks_written: int = 0
     seconds: float = 0.0
     repaired: list[str] = field(default_factory=list)
@@ -109,6 +111,7 @@ class IndexSummary:
             "unchanged": self.unchanged,
             "failed": dict(sorted(self.failed.items())),
             "chunks_embedded": self.chunks_embedded,
+            "sentences_embedded": self.sentences_embedded,
             "chunks_written": self.chunks_written,
             "chunks_per_second": round(self.chunks_written / self.seconds, 1)
             if self.seconds
@@ -301,6 +304,7 @@ class IndexManager:
             self.embedder.dimension,
             self.config.keyword.stemming,
             tuple(self.config.keyword.frontmatter_fields),
+            self.config.embedding.sentences,
         )
 
     def update(
@@ -754,10 +758,15 @@ class IndexManager:
         key = self.embedder.cache_key
         wanted: dict[str, str] = {}
         path_of: dict[str, str] = {}
+        chunk_hashes = {h for p in prepared for h in p.hashes}
+        sentences = self.config.embedding.sentences
         for p in prepared:
             for h, c in zip(p.hashes, p.chunks, strict=True):
                 wanted.setdefault(h, c.embed_text)
                 path_of.setdefault(h, p.note.path)
+                for unit in unit_texts(c.text, p.note.kind) if sentences else ():
+                    wanted.setdefault(text_hash(unit), unit)
+                    path_of.setdefault(text_hash(unit), p.note.path)
         have = catalog.cached_hashes(key, wanted)
         need = [h for h in wanted if h not in have]
         found: dict[str, bytes] = {}
@@ -797,7 +806,8 @@ class IndexManager:
                 vectors = normalize(np.vstack(vecs))
                 catalog.put_embeddings(key, zip((h for h, _ in part), vectors, strict=True))
             self.cache.put(key, dict(zip((h for h, _ in part), vectors, strict=True)))
-            summary.chunks_embedded += len(part)
+            summary.chunks_embedded += sum(h in chunk_hashes for h, _ in part)
+            summary.sentences_embedded += sum(h not in chunk_hashes for h, _ in part)
             if self.cancel_requested.is_set():
                 raise _Cancelled
         return credited
@@ -811,7 +821,12 @@ def _looks_whole(generation: Generation, catalog: Catalog) -> bool:
     """A cheap look (files there, state level with the catalog) deciding whether a run
     with no file changes may skip writing; ``check`` is the thorough one."""
     state = read_state(generation.root) or {}
-    files = (generation.vectors, generation.graph, generation.keywords / "meta.json")
+    files = (
+        generation.vectors,
+        generation.sentences,
+        generation.graph,
+        generation.keywords / "meta.json",
+    )
     return (
         all(f.is_file() for f in files)
         and state.get("generation") == catalog.generation

@@ -26,7 +26,7 @@ from vaultsearch.search.query import ParsedQuery, parse_query, words
 from vaultsearch.search.ranking import Candidate, FusionSettings, complete, fuse
 from vaultsearch.search.snapshot import Snapshot
 from vaultsearch.search.snippets import make_snippet
-from vaultsearch.store.catalog import ChunkRow
+from vaultsearch.store.catalog import SENTENCE_BITS, ChunkRow
 from vaultsearch.store.fuzzy import Expansion
 from vaultsearch.store.graph import neighbours
 from vaultsearch.store.layout import IndexLayout
@@ -166,6 +166,10 @@ class QueryOrchestrator:
             t = time.perf_counter()
             completion = {"semantic": self._cosines(snap, results, query_vector[0])}
             timings["completion"] = time.perf_counter() - t
+        if "semantic" in results and len(snap.sentences) and self.config.search.sentence_weight:
+            t = time.perf_counter()
+            results["sentences"] = self._sentences(snap, results, query_vector[0])
+            timings["sentences"] = time.perf_counter() - t
         banned = frozenset(snap.notes_containing(parsed.excluded)) if parsed.excluded else None
         self.last_timings = timings
         return Retrieved(results, tuple(widened), banned or frozenset(), parsed.text, completion)
@@ -189,6 +193,26 @@ class QueryOrchestrator:
         if chunks is None or not len(chunks):
             return []
         return snap.vectors.score(vector, chunks)
+
+    @staticmethod
+    def _sentences(
+        snap: Snapshot, results: dict[str, list[tuple[int, float]]], vector: np.ndarray
+    ) -> list[tuple[int, float]]:
+        """Each chunk the branches retrieved with its best sentence's cosine, best first: a
+        third branch that only re-scores what the others found.
+
+        Only the retrieved chunks, not every chunk of their notes: the best of a long
+        note's hundreds of sentences is high by chance alone, and scoring them all put
+        changelogs above the answer on dendron-site (nDCG@10 0.7563 against 0.7585)."""
+        chunks = np.fromiter(
+            dict.fromkeys(cid for hits in results.values() for cid, _ in hits), dtype=np.int64
+        )
+        best: dict[int, float] = {}
+        for sid, cosine in snap.sentences.score(vector, snap.sentences_of(chunks)):
+            cid = sid >> SENTENCE_BITS
+            if cosine > best.get(cid, -2.0):
+                best[cid] = cosine
+        return sorted(best.items(), key=lambda x: (-x[1], x[0]))
 
     def rank(
         self,

@@ -60,7 +60,11 @@ class FusionSettings:
         graph = s.graph_share if s.graph_boost and mode != "keyword" else 0.0
         return cls(
             method=s.fusion,
-            weights={"keyword": s.keyword_weight, "semantic": s.semantic_weight},
+            weights={
+                "keyword": s.keyword_weight,
+                "semantic": s.semantic_weight,
+                "sentences": s.sentence_weight,
+            },
             rrf_k=float(s.rrf_k),
             normalisation=s.normalisation,
             chunk_share=s.chunk_share,

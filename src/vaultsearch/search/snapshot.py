@@ -24,7 +24,12 @@ import numpy as np
 from vaultsearch.config import Config
 from vaultsearch.errors import IndexCorruptError, IndexMissingError
 from vaultsearch.search.filters import NoteMeta, SearchFilters
-from vaultsearch.store.catalog import Catalog, ChunkRow, open_catalog_for_reading
+from vaultsearch.store.catalog import (
+    SENTENCE_BITS,
+    Catalog,
+    ChunkRow,
+    open_catalog_for_reading,
+)
 from vaultsearch.store.derived import DERIVED
 from vaultsearch.store.generations import ReaderHold, hold_current
 from vaultsearch.store.keywords import KeywordIndex
@@ -77,6 +82,7 @@ class Snapshot:
     key: StateKey
     catalog: Catalog
     vectors: VectorIndex
+    sentences: VectorIndex
     keywords: KeywordIndex
     graph: nx.DiGraph
     notes: dict[int, NoteMeta]
@@ -157,6 +163,7 @@ class Snapshot:
         whole = not state or (
             state.get("generation") == generation_no
             and state.get("vectors", len(vectors)) == len(vectors)
+            and state.get("sentences", len(readers["sentences"])) == len(readers["sentences"])
             and state.get("keyword_docs", len(keywords)) == len(keywords)
         )
         note_of_chunk = dict(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist(), strict=True))
@@ -173,6 +180,7 @@ class Snapshot:
             key=key,
             catalog=catalog,
             vectors=vectors,
+            sentences=readers["sentences"],
             keywords=keywords,
             graph=graph,
             notes=notes,
@@ -195,6 +203,21 @@ class Snapshot:
     def has_links(self) -> bool:
         """Counted once: networkx counts edges by walking every node (19 ms at 26k notes)."""
         return self.graph.number_of_edges() > 0
+
+    @functools.cached_property
+    def sentence_rows(self) -> np.ndarray:
+        """The sentence index's ids, sorted: a chunk's sentences are one range of them."""
+        return np.sort(self.sentences.ids())
+
+    def sentences_of(self, chunk_ids: np.ndarray) -> np.ndarray:
+        """The ids of every sentence of these chunks."""
+        rows = self.sentence_rows
+        chunk_ids = np.asarray(chunk_ids, dtype=np.int64)
+        if not len(rows) or not len(chunk_ids):
+            return np.zeros(0, dtype=np.int64)
+        lo = np.searchsorted(rows, chunk_ids << SENTENCE_BITS).tolist()
+        hi = np.searchsorted(rows, (chunk_ids + 1) << SENTENCE_BITS).tolist()
+        return np.concatenate([rows[a:b] for a, b in zip(lo, hi, strict=True)])
 
     def is_stale(self) -> bool:
         return _stat_key(self.layout, self.generation) != self.key

@@ -17,7 +17,18 @@ from typing import Any
 
 import numpy as np
 
+from vaultsearch.embedding.locate import text_hash
 from vaultsearch.models import Chunk, Link, ParsedNote
+from vaultsearch.parsers.sentences import MAX_UNITS, unit_texts
+
+SENTENCE_BITS = (MAX_UNITS - 1).bit_length()
+
+
+def sentence_id(chunk_id: int, unit: int) -> int:
+    """A sentence's id in the sentence index: its chunk's id in the high bits, so the
+    sentences of a chunk are one contiguous id range."""
+    return (chunk_id << SENTENCE_BITS) | unit
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -502,6 +513,32 @@ class Catalog:
             for cid, blob in rows:
                 out[pos[cid]] = np.frombuffer(blob, dtype=np.float32)
         return out
+
+    def sentence_vectors(
+        self, model: str, dim: int, chunk_ids: Sequence[int]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(sentence id, vector) of every sentence unit of these chunks, derived again from
+        their stored text; a chunk with none gives its own vector as its one unit."""
+        ids: list[int] = []
+        hashes: list[str] = []
+        for start in range(0, len(chunk_ids), 500):
+            part = list(chunk_ids[start : start + 500])
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(
+                f"SELECT c.id, c.text, c.embed_hash, {self.column('kind')} FROM chunks c"
+                f" JOIN notes n ON n.id=c.note_id WHERE c.id IN ({marks}) ORDER BY c.id",
+                part,
+            )
+            for cid, text, embed_hash, kind in rows:
+                units = [text_hash(u) for u in unit_texts(text, kind)] or [embed_hash]
+                ids.extend(sentence_id(cid, k) for k in range(len(units)))
+                hashes.extend(units)
+        blobs = self.embedding_blobs(model, hashes)
+        out = np.zeros((len(ids), dim), dtype=np.float32)
+        for i, h in enumerate(hashes):
+            if (blob := blobs.get(h)) is not None:
+                out[i] = np.frombuffer(blob, dtype=np.float32)
+        return np.array(ids, dtype=np.int64), out
 
     # --- failures -------------------------------------------------------------
     def failures(self) -> dict[str, tuple[str, int, int]]:

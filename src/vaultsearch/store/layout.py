@@ -49,6 +49,10 @@ class Generation:
         return self.root / "vectors.faiss"
 
     @property
+    def sentences(self) -> Path:
+        return self.root / "sentences.faiss"
+
+    @property
     def keywords(self) -> Path:
         return self.root / "keywords"
 

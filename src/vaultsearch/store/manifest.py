@@ -15,6 +15,7 @@ from typing import Any
 from vaultsearch.config import Config
 from vaultsearch.embedding import fingerprint, model_dimension, model_id
 from vaultsearch.errors import ModelLoadError
+from vaultsearch.parsers.sentences import SPLIT_VERSION
 from vaultsearch.store.atomic import atomic_write_json
 from vaultsearch.store.layout import MANIFEST_NAME, STATE_NAME
 
@@ -42,6 +43,7 @@ def expected_manifest(config: Config, dimension: int | None = None) -> dict[str,
             "overlap": config.chunking.overlap,
             "max_chunks_per_note": config.chunking.max_chunks_per_note,
         },
+        "sentences": {"embedded": config.embedding.sentences, "split": SPLIT_VERSION},
         "keyword": {
             "tokenizer": tokenizer_name(config.keyword.stemming),
             "fields": list(TEXT_FIELDS),
@@ -53,6 +55,7 @@ def expected_manifest(config: Config, dimension: int | None = None) -> dict[str,
 RECORDED_SETTINGS = (
     "embedding.model",
     "embedding.backend",
+    "embedding.sentences",
     "parsers",
     "chunking.size",
     "chunking.overlap",

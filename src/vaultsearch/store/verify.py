@@ -59,6 +59,7 @@ def settings_of(generation: Generation, config: Config) -> DerivedSettings:
         ),
         tokenizer == tokenizer_name(True),
         tuple(keyword.get("frontmatter_fields") or config.keyword.frontmatter_fields),
+        bool((manifest.get("sentences") or {}).get("embedded", config.embedding.sentences)),
     )
 
 

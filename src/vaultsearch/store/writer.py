@@ -79,7 +79,7 @@ def clone_generation(layout: IndexLayout, source: Generation) -> Generation:
     by SQLite backup, Tantivy's segment files (never rewritten) by hard link."""
     target = create_generation(layout)
     copy_catalog(source, target)
-    for path in (source.vectors, source.graph, source.manifest, source.state):
+    for path in (source.vectors, source.sentences, source.graph, source.manifest, source.state):
         if path.is_file():
             shutil.copyfile(path, target.root / path.name)
     if source.keywords.is_dir():

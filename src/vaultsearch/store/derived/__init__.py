@@ -5,8 +5,9 @@ from __future__ import annotations
 from vaultsearch.store.derived.base import Batch, DerivedIndex, DerivedSettings
 from vaultsearch.store.derived.graph import GraphPart
 from vaultsearch.store.derived.keywords import KeywordPart
+from vaultsearch.store.derived.sentences import SentencePart
 from vaultsearch.store.derived.vectors import VectorPart
 
-DERIVED: tuple[type[DerivedIndex], ...] = (VectorPart, KeywordPart, GraphPart)
+DERIVED: tuple[type[DerivedIndex], ...] = (VectorPart, SentencePart, KeywordPart, GraphPart)
 
 __all__ = ["DERIVED", "Batch", "DerivedIndex", "DerivedSettings"]

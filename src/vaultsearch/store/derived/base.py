@@ -24,6 +24,8 @@ class DerivedSettings:
     stemming: bool
     meta_keys: tuple[str, ...] = ()
     """Frontmatter keys whose text the keyword index searches in its own field."""
+    sentences: bool = True
+    """Whether the sentence index holds the chunks' sentences (else it stays empty)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,16 @@
-"""FAISS as a derived index: one vector per catalog chunk, from the embedding store."""
+"""FAISS as a derived index: one vector per catalog chunk, from the embedding store.
+
+The sentence index (``sentences.py``) is this class with several rows per chunk: the
+hooks ``_rows`` and ``_chunk_of`` are the only difference.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from vaultsearch.store.catalog import Catalog
 from vaultsearch.store.derived.base import Batch, DerivedSettings
@@ -12,15 +20,35 @@ from vaultsearch.store.vectors import VectorIndex
 
 class VectorPart:
     name = "vectors"
+    half = False
 
     def __init__(self, generation: Generation, settings: DerivedSettings) -> None:
-        self.path = generation.vectors
+        self.path = self._path(generation)
         self.settings = settings
-        self.index = VectorIndex(settings.dimension)
+        self.index = self._empty()
+
+    @staticmethod
+    def _path(generation: Generation) -> Path:
+        return generation.vectors
+
+    def _rows(self, catalog: Catalog, chunk_ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The (row id, vector) pairs these chunks put in the index."""
+        key, dim = self.settings.embedding_key, self.settings.dimension
+        return np.asarray(chunk_ids, dtype=np.int64), catalog.vectors_by_ids(key, dim, chunk_ids)
+
+    def _chunk_of(self, row_ids: np.ndarray) -> np.ndarray:
+        return row_ids
+
+    def _wanted(self, catalog: Catalog) -> set[int]:
+        """The chunks that must have rows."""
+        return set(catalog.chunk_ids())
+
+    def _empty(self) -> VectorIndex:
+        return VectorIndex(self.settings.dimension, half=self.half)
 
     def open(self, fresh: bool) -> None:
         if fresh or not self.path.is_file():
-            self.index = VectorIndex(self.settings.dimension)
+            self.index = self._empty()
             return
         index = VectorIndex.load(self.path)
         if index.dim != self.settings.dimension:
@@ -28,58 +56,66 @@ class VectorPart:
         self.index = index
 
     def level_with(self, catalog: Catalog) -> bool:
-        want = set(catalog.chunk_ids())
-        have = set(self.index.ids().tolist())
+        want = self._wanted(catalog)
+        have = set(self._chunk_of(self.index.ids()).tolist())
         extra, missing = sorted(have - want), sorted(want - have)
         if not extra and not missing:
             return False
-        self.index.remove(extra)
-        self.index.add(
-            missing, catalog.vectors_by_ids(self.settings.embedding_key, self.index.dim, missing)
-        )
+        self._remove(extra)
+        self.index.add(*self._rows(catalog, missing))
         return True
 
+    def _remove(self, chunk_ids: Sequence[int]) -> None:
+        if len(chunk_ids) == 0:
+            return
+        rows = self.index.ids()
+        self.index.remove(rows[np.isin(self._chunk_of(rows), np.asarray(chunk_ids))])
+
     def apply(self, batch: Batch) -> None:
-        self.index.remove(batch.removed_chunks)
-        ids = list(batch.added_chunks)
-        self.index.add(
-            ids, batch.catalog.vectors_by_ids(self.settings.embedding_key, self.index.dim, ids)
-        )
+        self._remove(batch.removed_chunks)
+        self.index.add(*self._rows(batch.catalog, list(batch.added_chunks)))
 
     def commit(self, catalog: Catalog) -> dict[str, Any]:
         self.index.save(self.path)
-        return {"vectors": len(self.index)}
+        return {self.name: len(self.index)}
 
     def check(self, catalog: Catalog, recorded: dict[str, Any]) -> list[str]:
         try:
             index = VectorIndex.load(self.path)
             ids = index.ids()
         except Exception as exc:
-            return [f"vectors: unreadable ({type(exc).__name__}: {str(exc)[:120]})"]
+            return [f"{self.name}: unreadable ({type(exc).__name__}: {str(exc)[:120]})"]
         problems = []
         if index.dim != self.settings.dimension:
-            problems.append(f"vectors: dimension {index.dim} != {self.settings.dimension}")
+            problems.append(f"{self.name}: dimension {index.dim} != {self.settings.dimension}")
             return problems
         if len(ids) != len(set(ids.tolist())):
-            problems.append("vectors: duplicate ids")
-        want = set(catalog.chunk_ids())
-        have = set(ids.tolist())
+            problems.append(f"{self.name}: duplicate ids")
+        want = self._wanted(catalog)
+        have = set(self._chunk_of(ids).tolist())
         if extra := have - want:
-            problems.append(f"vectors: {len(extra)} entries for chunks the catalog does not have")
+            problems.append(
+                f"{self.name}: {len(extra)} entries for chunks the catalog does not have"
+            )
         if missing := want - have:
-            problems.append(f"vectors: {len(missing)} catalog chunks missing")
-        if not problems and self.path.read_bytes() != self._rebuilt(catalog, ids.tolist()):
-            problems.append("vectors: the file differs from the stored embeddings")
+            problems.append(f"{self.name}: {len(missing)} catalog chunks missing")
+        if not problems and self.path.read_bytes() != self._rebuilt(catalog, ids):
+            problems.append(f"{self.name}: the file differs from the stored embeddings")
         return problems
 
-    def _rebuilt(self, catalog: Catalog, ids: list[int]) -> bytes:
-        """The file a writer would have written for these ids in this order: any changed
+    def _rebuilt(self, catalog: Catalog, ids: np.ndarray) -> bytes:
+        """The file a writer would have written for these rows in this order: any changed
         byte of the real one (a vector, an id, the header) differs from it."""
-        fresh = VectorIndex(self.settings.dimension)
-        fresh.add(ids, catalog.vectors_by_ids(self.settings.embedding_key, fresh.dim, ids))
+        chunks = list(dict.fromkeys(self._chunk_of(ids).tolist()))
+        rows, vectors = self._rows(catalog, chunks)
+        order = {int(r): i for i, r in enumerate(rows)}
+        fresh = self._empty()
+        if all(int(i) in order for i in ids):
+            picked = [order[int(i)] for i in ids]
+            fresh.add(rows[picked], vectors[picked])
         return fresh.serialized()
 
     def reader(self) -> Any:
         if not self.path.is_file():
-            return VectorIndex(self.settings.dimension)
+            return self._empty()
         return VectorIndex.load(self.path)
