@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from vaultsearch.store.catalog import PAGE_SIZE
+
 CACHE_ENV = "VAULTSEARCH_CACHE_DIR"
 CACHE_FILE = "embeddings.sqlite"
 
@@ -65,6 +67,7 @@ class EmbeddingCache:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(self.folder / CACHE_FILE, check_same_thread=False, timeout=30)
+            db.execute(f"PRAGMA page_size={PAGE_SIZE}")  # a new file only; see catalog.py
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.executescript(_SCHEMA)
