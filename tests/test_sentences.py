@@ -87,10 +87,11 @@ def test_the_index_holds_each_unit_of_each_chunk_through_edits(
         (bee_chunk,) = snap.chunks_by_note[bees].tolist()
         (tool_chunk,) = snap.chunks_by_note[tool].tolist()
         assert rows == {bee_chunk: [0, 1, 2], tool_chunk: [0]}
-        stored = snap.sentences.index.reconstruct(bee_chunk << SENTENCE_BITS | 1)
+        held = VectorIndex.load(IndexLayout(vault.index_dir).live.sentences).index
+        stored = held.reconstruct(bee_chunk << SENTENCE_BITS | 1)
         alone = embedder.embed_texts(["A colony can hold fifty thousand workers."])[0]
         assert float(stored @ alone / np.linalg.norm(alone)) > 0.999
-        code = snap.sentences.index.reconstruct(tool_chunk << SENTENCE_BITS)
+        code = held.reconstruct(tool_chunk << SENTENCE_BITS)
         assert float(code @ snap.vectors.index.reconstruct(tool_chunk)) > 0.999
 
         (root / "Bees.md").write_text(NOTE.replace("The queen lays the eggs.", ""))
@@ -152,3 +153,26 @@ def test_sentences_can_be_turned_off(write_vault: WriteVault, embedder: Embedder
         assert vault.check().status == "rebuild"
         assert vault.index().sentences_embedded == 3
         assert len(_rows(vault.index_dir)) == 1
+
+
+def test_new_catalogs_keep_an_embedding_row_in_one_page(
+    write_vault: WriteVault, embedder: Embedder
+) -> None:
+    """An embedding row spilled into an overflow page of its own at 4 KB pages, which
+    made five times as many vectors cost four times the disk."""
+    import sqlite3
+
+    from vaultsearch.store.embedcache import CACHE_FILE, default_cache_dir
+
+    root = write_vault({"Bees.md": NOTE})
+    with Vault.open(root) as vault:
+        vault.index()
+        catalog = IndexLayout(vault.index_dir).live.catalog
+    for path in (catalog, default_cache_dir() / CACHE_FILE):
+        db = sqlite3.connect(path)
+        try:
+            assert db.execute("PRAGMA page_size").fetchone()[0] == 8192, path
+            rows = db.execute("SELECT count(*) FROM dbstat WHERE pagetype = 'overflow'")
+            assert rows.fetchone()[0] == 0, path
+        finally:
+            db.close()
