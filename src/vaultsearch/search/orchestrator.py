@@ -26,7 +26,7 @@ from vaultsearch.search.query import ParsedQuery, parse_query, words
 from vaultsearch.search.ranking import Candidate, FusionSettings, complete, fuse
 from vaultsearch.search.snapshot import Snapshot
 from vaultsearch.search.snippets import make_snippet
-from vaultsearch.store.catalog import SENTENCE_BITS, ChunkRow
+from vaultsearch.store.catalog import ChunkRow
 from vaultsearch.store.fuzzy import Expansion
 from vaultsearch.store.graph import neighbours
 from vaultsearch.store.layout import IndexLayout
@@ -204,15 +204,7 @@ class QueryOrchestrator:
         Only the retrieved chunks, not every chunk of their notes: the best of a long
         note's hundreds of sentences is high by chance alone, and scoring them all put
         changelogs above the answer on dendron-site (nDCG@10 0.7563 against 0.7585)."""
-        chunks = np.fromiter(
-            dict.fromkeys(cid for hits in results.values() for cid, _ in hits), dtype=np.int64
-        )
-        best: dict[int, float] = {}
-        for sid, cosine in snap.sentences.score(vector, snap.sentences_of(chunks)):
-            cid = sid >> SENTENCE_BITS
-            if cosine > best.get(cid, -2.0):
-                best[cid] = cosine
-        return sorted(best.items(), key=lambda x: (-x[1], x[0]))
+        return snap.sentences.best(vector, [cid for hits in results.values() for cid, _ in hits])
 
     def rank(
         self,
@@ -288,7 +280,7 @@ class QueryOrchestrator:
                 continue
             best = groups[0]
             snippet = make_snippet(best.text, terms, stemmer=stemmer, also=widened)
-            found = {stemmer(w) for w in words(_described(note, best.text, meta_keys))}
+            found = {stemmer(w) for w in set(words(_described(note, best.text, meta_keys)))}
             sem = next((p.raw for p in c.explain.branches if p.branch == "semantic"), floor)
             evidence = Evidence(sem, coverage(weights, found))
             conf = confidence(evidence)

@@ -11,6 +11,7 @@ and a note matching in two chunks of two branches is still one piece of evidence
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -163,23 +164,25 @@ def fuse(
             graph[nid] = (gift.added, str(gift.source))
 
     target = _fold(name) if name else ""
+    tiers = sorted((float(d), float(m)) for d, m in settings.recency_tiers)  # once, not per note
     out = []
     for nid in set(fused) | set(graph):
-        chunks = sorted(note_chunks.get(nid, []), key=lambda c: (-chunk_score[c], c))
-        chunks = list(dict.fromkeys(chunks)) or view.first_chunks(nid)
+        chunks = note_chunks.get(nid, [])
+        if len(chunks) > 1:
+            chunks = list(dict.fromkeys(sorted(chunks, key=lambda c: (-chunk_score[c], c))))
+        chunks = chunks or view.first_chunks(nid)
         if not chunks:
             continue
         named = NAME_MATCH if target and _named(view.notes[nid], target) else 0.0
         base = fused.get(nid, 0.0) + named
         added, source = graph.get(nid, (0.0, None))
         mult = 1.0
-        if settings.recency_tiers:
-            age = (now - view.notes[nid].date) / 86400
-            mult = recency_multiplier(age, settings.recency_tiers)
+        if tiers:
+            mult = recency_multiplier((now - view.notes[nid].date) / 86400, tiers)
         recency_added = (base + added) * (mult - 1.0)
         explain = Explain(
             method=settings.method,
-            branches=tuple(sorted(parts.get(nid, []), key=lambda p: p.branch)),
+            branches=tuple(sorted(parts.get(nid, []), key=_branch_name)),
             name_added=named,
             graph_added=added,
             graph_from=source,
@@ -192,7 +195,13 @@ def fuse(
     return out
 
 
+def _branch_name(part: BranchPart) -> str:
+    return part.branch
+
+
+@functools.lru_cache(maxsize=65536)
 def _fold(text: str) -> str:
+    """Cached: every query folds the title of each of its few hundred candidates."""
     return " ".join(text.casefold().split())
 
 

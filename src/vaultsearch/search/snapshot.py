@@ -24,13 +24,9 @@ import numpy as np
 from vaultsearch.config import Config
 from vaultsearch.errors import IndexCorruptError, IndexMissingError
 from vaultsearch.search.filters import NoteMeta, SearchFilters
-from vaultsearch.store.catalog import (
-    SENTENCE_BITS,
-    Catalog,
-    ChunkRow,
-    open_catalog_for_reading,
-)
+from vaultsearch.store.catalog import Catalog, ChunkRow, open_catalog_for_reading
 from vaultsearch.store.derived import DERIVED
+from vaultsearch.store.derived.sentences import SentenceVectors
 from vaultsearch.store.generations import ReaderHold, hold_current
 from vaultsearch.store.keywords import KeywordIndex
 from vaultsearch.store.layout import Generation, IndexLayout
@@ -82,7 +78,7 @@ class Snapshot:
     key: StateKey
     catalog: Catalog
     vectors: VectorIndex
-    sentences: VectorIndex
+    sentences: SentenceVectors
     keywords: KeywordIndex
     graph: nx.DiGraph
     notes: dict[int, NoteMeta]
@@ -204,21 +200,6 @@ class Snapshot:
         """Counted once: networkx counts edges by walking every node (19 ms at 26k notes)."""
         return self.graph.number_of_edges() > 0
 
-    @functools.cached_property
-    def sentence_rows(self) -> np.ndarray:
-        """The sentence index's ids, sorted: a chunk's sentences are one range of them."""
-        return np.sort(self.sentences.ids())
-
-    def sentences_of(self, chunk_ids: np.ndarray) -> np.ndarray:
-        """The ids of every sentence of these chunks."""
-        rows = self.sentence_rows
-        chunk_ids = np.asarray(chunk_ids, dtype=np.int64)
-        if not len(rows) or not len(chunk_ids):
-            return np.zeros(0, dtype=np.int64)
-        lo = np.searchsorted(rows, chunk_ids << SENTENCE_BITS).tolist()
-        hi = np.searchsorted(rows, (chunk_ids + 1) << SENTENCE_BITS).tolist()
-        return np.concatenate([rows[a:b] for a, b in zip(lo, hi, strict=True)])
-
     def is_stale(self) -> bool:
         return _stat_key(self.layout, self.generation) != self.key
 
@@ -253,12 +234,10 @@ class Snapshot:
             if (nid := self.note_of_chunk.get(cid)) is not None
         }
 
-    def stem(self, word: str) -> str:
-        """A word as the keyword index analyses it, so highlights agree with BM25."""
-        return self._stems(word)
-
     @functools.cached_property
-    def _stems(self) -> Callable[[str], str]:
+    def stem(self) -> Callable[[str], str]:
+        """A word as the keyword index analyses it, so highlights agree with BM25: the
+        cached function itself, called thousands of times a query by the snippets."""
         analyzer = self.keywords.analyzer
 
         @functools.lru_cache(maxsize=65536)

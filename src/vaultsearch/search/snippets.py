@@ -56,9 +56,9 @@ def make_snippet(
     """``also``: index terms (stems) that match too, e.g. what a typo was widened to."""
     text = " ".join(text.split())
     stems = {stemmer(t) for t in terms if t and t.lower() not in STOPWORDS} | set(also)
-    matches = [
-        (m.start(), m.end(), s) for m in _WORD.finditer(text) if (s := stemmer(m.group())) in stems
-    ]
+    words = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(text)]
+    stem_of = {w: stemmer(w) for w in {w for _, _, w in words}}  # each word stemmed once
+    matches = [(s, e, stem_of[w]) for s, e, w in words if stem_of[w] in stems]
     protected = [(m.start(), m.end()) for m in _PROTECTED.finditer(text)]
     start = _best_window(matches, len(text), width)
     end = min(len(text), start + width)
