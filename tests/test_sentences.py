@@ -176,3 +176,27 @@ def test_new_catalogs_keep_an_embedding_row_in_one_page(
             assert rows.fetchone()[0] == 0, path
         finally:
             db.close()
+
+
+def test_the_reader_scores_each_chunk_by_its_best_sentence_whatever_the_row_order() -> None:
+    """Rows added out of id order (a crash repair adds the missing ones last) are read in
+    id order; a chunk without sentences, or unknown, is left out."""
+    from vaultsearch.store.derived.sentences import SentenceVectors
+
+    rng = np.random.default_rng(7)
+    vectors = {(c, u): rng.normal(size=8).astype(np.float32) for c in (5, 2, 9) for u in range(3)}
+    index = VectorIndex(8, half=True)
+    for (c, u), v in vectors.items():  # chunk 5 first, then 2, then 9
+        index.add([c << SENTENCE_BITS | u], v[None, :])
+    query = rng.normal(size=8).astype(np.float32)
+    reader = SentenceVectors(index)
+    got = reader.best(query, [9, 2, 2, 4])
+    unit = query / np.linalg.norm(query)
+    want = {
+        c: max(float(vectors[c, u] @ unit / np.linalg.norm(vectors[c, u])) for u in range(3))
+        for c in (2, 9)
+    }
+    assert [c for c, _ in got] == sorted(want, key=lambda c: -want[c])
+    for c, cosine in got:
+        assert cosine == pytest.approx(want[c], abs=2e-3)
+    assert len(reader) == 9 and reader.best(query, []) == []

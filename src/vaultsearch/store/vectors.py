@@ -75,6 +75,8 @@ class VectorIndex:
         inner: Any = faiss.downcast_index(self.index.index)
         ids = self.ids()
         codes = faiss.vector_to_array(inner.codes).reshape(len(ids), inner.code_size)
+        if len(ids) < 2 or bool(np.all(ids[1:] > ids[:-1])):  # as built: no second copy
+            return ids, codes
         order = np.argsort(ids, kind="stable")
         return ids[order], codes[order]
 
