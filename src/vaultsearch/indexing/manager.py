@@ -765,8 +765,9 @@ class IndexManager:
                 wanted.setdefault(h, c.embed_text)
                 path_of.setdefault(h, p.note.path)
                 for unit in unit_texts(c.text, p.note.kind) if sentences else ():
-                    wanted.setdefault(text_hash(unit), unit)
-                    path_of.setdefault(text_hash(unit), p.note.path)
+                    u = text_hash(unit)
+                    wanted.setdefault(u, unit)
+                    path_of.setdefault(u, p.note.path)
         have = catalog.cached_hashes(key, wanted)
         need = [h for h in wanted if h not in have]
         found: dict[str, bytes] = {}

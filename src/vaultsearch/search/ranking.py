@@ -164,7 +164,6 @@ def fuse(
             graph[nid] = (gift.added, str(gift.source))
 
     target = _fold(name) if name else ""
-    tiers = sorted((float(d), float(m)) for d, m in settings.recency_tiers)  # once, not per note
     out = []
     for nid in set(fused) | set(graph):
         chunks = note_chunks.get(nid, [])
@@ -177,8 +176,9 @@ def fuse(
         base = fused.get(nid, 0.0) + named
         added, source = graph.get(nid, (0.0, None))
         mult = 1.0
-        if tiers:
-            mult = recency_multiplier((now - view.notes[nid].date) / 86400, tiers)
+        if settings.recency_tiers:
+            age = (now - view.notes[nid].date) / 86400
+            mult = recency_multiplier(age, settings.recency_tiers)
         recency_added = (base + added) * (mult - 1.0)
         explain = Explain(
             method=settings.method,

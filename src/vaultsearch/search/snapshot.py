@@ -131,6 +131,7 @@ class Snapshot:
         settings = settings_of(generation, config)
         readers = {part.name: part.reader() for part in (c(generation, settings) for c in DERIVED)}
         vectors, keywords, graph = readers["vectors"], readers["keywords"], readers["graph"]
+        sentences = readers["sentences"]
         catalog = open_catalog_for_reading(generation.catalog)
         catalog.db.execute("BEGIN")
         try:
@@ -159,7 +160,7 @@ class Snapshot:
         whole = not state or (
             state.get("generation") == generation_no
             and state.get("vectors", len(vectors)) == len(vectors)
-            and state.get("sentences", len(readers["sentences"])) == len(readers["sentences"])
+            and state.get("sentences", len(sentences)) == len(sentences)
             and state.get("keyword_docs", len(keywords)) == len(keywords)
         )
         note_of_chunk = dict(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist(), strict=True))
@@ -176,7 +177,7 @@ class Snapshot:
             key=key,
             catalog=catalog,
             vectors=vectors,
-            sentences=readers["sentences"],
+            sentences=sentences,
             keywords=keywords,
             graph=graph,
             notes=notes,

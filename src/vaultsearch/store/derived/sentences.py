@@ -35,6 +35,12 @@ class SentencePart(VectorPart):
     def _chunk_of(self, row_ids: np.ndarray) -> np.ndarray:
         return row_ids >> SENTENCE_BITS
 
+    def _remove(self, chunk_ids: Sequence[int]) -> None:
+        if len(chunk_ids) == 0:
+            return
+        rows = self.index.ids()
+        self.index.remove(rows[np.isin(self._chunk_of(rows), np.asarray(chunk_ids))])
+
     def _wanted(self, catalog: Catalog) -> set[int]:
         """Every chunk, unless ``embedding.sentences`` is off: then none."""
         return super()._wanted(catalog) if self.settings.sentences else set()

@@ -1,7 +1,8 @@
 """FAISS as a derived index: one vector per catalog chunk, from the embedding store.
 
-The sentence index (``sentences.py``) is this class with several rows per chunk: the
-hooks ``_rows`` and ``_chunk_of`` are the only difference.
+The sentence index (``sentences.py``) is this class with several rows per chunk: it
+overrides the hooks (``_path``, ``_rows``, ``_chunk_of``, ``_remove``, ``_wanted``) and
+``reader``.
 """
 
 from __future__ import annotations
@@ -66,10 +67,8 @@ class VectorPart:
         return True
 
     def _remove(self, chunk_ids: Sequence[int]) -> None:
-        if len(chunk_ids) == 0:
-            return
-        rows = self.index.ids()
-        self.index.remove(rows[np.isin(self._chunk_of(rows), np.asarray(chunk_ids))])
+        """Here a row id is the chunk id: no need to read the index's ids."""
+        self.index.remove(chunk_ids)
 
     def apply(self, batch: Batch) -> None:
         self._remove(batch.removed_chunks)
