@@ -34,3 +34,25 @@ def test_threads_search_while_the_index_changes(tmp_path: Path, embedder: object
         results = [f.result(timeout=120) for f in futures]
     assert all(r > 0 for r in results)
     assert reader.search("edited", mode="keyword", top_k=10)
+
+
+def test_faiss_scans_on_one_thread_in_every_thread_that_searches() -> None:
+    """OpenMP's thread count belongs to the calling thread: a setting made once at import
+    held for the main thread only, and the query pool's searches ran on two threads."""
+    import faiss
+    import numpy as np
+
+    from vaultsearch.store.vectors import VectorIndex
+
+    index = VectorIndex(8)
+    index.add(np.arange(50), np.random.default_rng(0).random((50, 8), dtype=np.float32))
+    seen: list[int] = []
+
+    def search() -> None:
+        assert index.search(np.ones(8, dtype=np.float32), 5)
+        seen.append(faiss.omp_get_max_threads())
+
+    with ThreadPoolExecutor(2) as pool:
+        for f in [pool.submit(search) for _ in range(4)]:
+            f.result()
+    assert seen == [1, 1, 1, 1]

@@ -6,6 +6,7 @@ the design this project follows left orphans behind and the index grew without b
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,9 +20,18 @@ import numpy as np  # noqa: E402
 
 from vaultsearch.store.atomic import atomic_write_bytes  # noqa: E402
 
-# One query scans on one thread: a second OpenMP thread doubled the time of a 55k-vector
-# search here (13 ms against 6 ms) while the other core runs the keyword branch.
-faiss.omp_set_num_threads(1)
+_threads = threading.local()
+
+
+def _one_openmp_thread() -> None:
+    """One query scans on one thread: a second OpenMP thread more than doubled the time of
+    a 55k-vector search here (8.4 ms against 3.5 ms) while the other core runs the keyword
+    branch. OpenMP keeps this setting per calling thread, so it is made in each thread
+    that reads the index: set once at import, it held for the main thread only, and the
+    query pool's searches ran on two."""
+    if not getattr(_threads, "single", False):
+        faiss.omp_set_num_threads(1)
+        _threads.single = True
 
 
 def normalize(vectors: np.ndarray) -> np.ndarray:
@@ -83,6 +93,7 @@ class VectorIndex:
     def decode(self, codes: np.ndarray) -> np.ndarray:
         """Code rows of an index of this kind as float32 vectors, by FAISS's SIMD decoder
         (numpy's float16 conversion took 2.4 times as long)."""
+        _one_openmp_thread()
         return np.asarray(self.index.index.sa_decode(np.ascontiguousarray(codes)))
 
     def add(self, ids: Sequence[int] | np.ndarray, vectors: np.ndarray) -> None:
@@ -112,6 +123,7 @@ class VectorIndex:
             selector = faiss.IDSelectorBatch(allowed.astype(np.int64))
             params = faiss.SearchParameters(sel=selector)  # type: ignore[call-arg]
         k = min(k, int(self.index.ntotal))
+        _one_openmp_thread()
         scores, ids = self.index.search(normalize(query), k, params=params)
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i != -1]
 
@@ -121,6 +133,7 @@ class VectorIndex:
         wanted = np.fromiter(dict.fromkeys(int(i) for i in ids), dtype=np.int64)
         if len(wanted) == 0 or self.index.ntotal == 0:
             return []
+        _one_openmp_thread()
         try:
             rows = self.index.reconstruct_batch(wanted)
         except RuntimeError:  # an unknown id; rare enough to go one by one
