@@ -127,6 +127,36 @@ def test_expand_word_prefers_prefixes_then_close_common_words() -> None:
     assert expand_word("ab", "ab", df, prefixed) == []  # too short to guess
 
 
+def test_typo_candidates_skipped_by_the_letter_bound_are_never_close() -> None:
+    """The letter-set bound only spares distance computations: the expansions are those
+    of comparing every term, on random words of a small alphabet (many close ones)."""
+    import random
+
+    from vaultsearch.store.fuzzy import MAX_EXPANSIONS, expand_word, max_edits, osa_distance
+
+    rng = random.Random(7)
+    for _ in range(200):
+        terms = {
+            "a" + "".join(rng.choices("abcde", k=rng.randint(3, 9))): rng.randint(1, 50)
+            for _ in range(60)
+        }
+        word = "a" + "".join(rng.choices("abcde", k=rng.randint(3, 8)))
+        df = terms.get(word, 0)
+        if df:
+            continue  # a word the index holds is not widened past its prefixes
+
+        def prefixed(p: str) -> list[tuple[str, int]]:
+            return [(t, c) for t, c in terms.items() if t.startswith(p) and t != word]
+
+        out = expand_word(word, word, lambda t: terms.get(t, 0), prefixed)
+        if any(e.kind == "prefix" for e in out):
+            continue
+        found = [e.term for e in out]
+        k = max_edits(word)
+        close = sorted((osa_distance(word, t, k), -c, t) for t, c in terms.items() if c > 10 * df)
+        assert found == [t for d, _, t in close if d <= k][:MAX_EXPANSIONS]
+
+
 def test_snippet_marks_whole_links_and_keeps_the_window_off_them() -> None:
     from vaultsearch.search.snippets import make_snippet
 
