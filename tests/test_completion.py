@@ -109,3 +109,21 @@ def test_vector_scores_are_cosines_and_skip_unknown_ids() -> None:
     assert index.score(query, [20, 10]) == [(20, pytest.approx(1.0)), (10, pytest.approx(0.0))]
     assert index.score(query, [99, 20, 20]) == [(20, pytest.approx(1.0))]
     assert index.score(query, [99]) == [] and index.score(query, []) == []
+
+
+def test_a_failed_query_embedding_leaves_no_keyword_job_waiting(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The keyword job waits for the query vector to score what it found: a failed
+    embedding must release it too, or each failed hybrid query would hold a pool worker."""
+    from vaultsearch.errors import ModelLoadError
+
+    def broken(text: str) -> np.ndarray:
+        raise ModelLoadError("the model file is gone")
+
+    monkeypatch.setattr(vault.orchestrator.embedder, "embed_query", broken)
+    for _ in range(3):  # more failures than the pool has workers
+        with pytest.raises(ModelLoadError):
+            vault.search(QUERY)
+    monkeypatch.undo()
+    assert vault.search(QUERY)

@@ -129,82 +129,67 @@ class QueryOrchestrator:
         k: int,
         allowed_notes: set[int] | None = None,
     ) -> Retrieved:
-        """Each branch's top-k chunks, run in parallel: the expensive, cacheable half."""
+        """Each branch's top-k chunks: the expensive, cacheable half.
+
+        In hybrid mode the keyword search runs on the pool while this thread embeds the
+        query and scans FAISS. The keyword side finishes first, so once the query vector
+        exists it also scores what it found (the best sentence of its chunks, the cosine
+        of its notes' chunks) under the FAISS scan: the sentence branch and the
+        completion then add little after the two meet (the sentences of the semantic
+        chunks alone)."""
         timings: dict[str, float] = {}
         allowed = snap.chunks_of_notes(allowed_notes)
         terms = parsed.keyword_terms
         widened: list[Expansion] = []
+        semantic_on = mode in ("hybrid", "semantic")
+        keyword_on = mode in ("hybrid", "keyword") and not parsed.empty
+        sentences_on = (
+            semantic_on and bool(len(snap.sentences)) and bool(self.config.search.sentence_weight)
+        )
+        vector: list[np.ndarray] = []
+        vector_ready = threading.Event()
 
-        query_vector: list[np.ndarray] = []
-
-        def semantic() -> list[tuple[int, float]]:
+        def keyword() -> tuple[list[tuple[int, float]], _Scored]:
             t = time.perf_counter()
-            text = parsed.text or " ".join(parsed.highlight_terms)
-            vec = self.embedder.embed_query(text)
-            query_vector.append(vec)
-            out = snap.vectors.search(vec, k, allowed)
-            timings["semantic_start"], timings["semantic_end"] = t, time.perf_counter()
-            return out
-
-        def keyword() -> list[tuple[int, float]]:
-            t = time.perf_counter()
-            widened.extend(snap.keywords.expand(terms))  # under the query embedding
+            widened.extend(snap.keywords.expand(terms))
             out = snap.keywords.search(
                 terms, parsed.phrases, parsed.excluded, snap.boosts, k, allowed, widened
             )
             timings["keyword_start"], timings["keyword_end"] = t, time.perf_counter()
-            return out
+            scored = _Scored()
+            if semantic_on:
+                vector_ready.wait()
+                if vector:
+                    scored = _score_found(snap, out, vector[0], sentences_on)
+            return out, scored
 
-        jobs = {}
-        if mode in ("hybrid", "semantic"):
-            jobs["semantic"] = self._pool.submit(semantic)
-        if mode in ("hybrid", "keyword") and not parsed.empty:
-            jobs["keyword"] = self._pool.submit(keyword)
-        results = {name: f.result() for name, f in jobs.items()}
+        job = self._pool.submit(keyword) if keyword_on and semantic_on else None
+        results: dict[str, list[tuple[int, float]]] = {}
+        scored = _Scored()
+        if semantic_on:
+            t = time.perf_counter()
+            try:
+                vector.append(
+                    self.embedder.embed_query(parsed.text or " ".join(parsed.highlight_terms))
+                )
+            finally:
+                vector_ready.set()  # the keyword job waits for it, also when embedding fails
+            results["semantic"] = snap.vectors.search(vector[0], k, allowed)
+            timings["semantic_start"], timings["semantic_end"] = t, time.perf_counter()
+        if job is not None:
+            results["keyword"], scored = job.result()
+        elif keyword_on:
+            results["keyword"], _ = keyword()
+        t = time.perf_counter()
         completion = {}
-        if len(results) == 2:
-            t = time.perf_counter()
-            completion = {"semantic": self._cosines(snap, results, query_vector[0])}
-            timings["completion"] = time.perf_counter() - t
-        if "semantic" in results and len(snap.sentences) and self.config.search.sentence_weight:
-            t = time.perf_counter()
-            results["sentences"] = self._sentences(snap, results, query_vector[0])
-            timings["sentences"] = time.perf_counter() - t
+        if "keyword" in results and "semantic" in results:
+            completion = {"semantic": scored.completion(snap, results["semantic"])}
+        if sentences_on:
+            results["sentences"] = scored.sentences(snap, results["semantic"], vector[0])
+        timings["after_branches"] = time.perf_counter() - t
         banned = frozenset(snap.notes_containing(parsed.excluded)) if parsed.excluded else None
         self.last_timings = timings
         return Retrieved(results, tuple(widened), banned or frozenset(), parsed.text, completion)
-
-    @staticmethod
-    def _cosines(
-        snap: Snapshot, results: dict[str, list[tuple[int, float]]], vector: np.ndarray
-    ) -> list[tuple[int, float]]:
-        """The exact cosine of every chunk of the notes only the keyword branch found:
-        a few hundred vectors read back from FAISS, a fraction of a millisecond.
-
-        Only this direction is completed. The reverse (the BM25 score of notes only the
-        semantic branch found, one more keyword query limited to their chunks) cost
-        about 2 ms a query and moved nDCG@10 by -0.0001 on SciFact train and +0.0033
-        and +0.0003 on the judged vaults: those notes' BM25 is small beside the top."""
-
-        def notes(hits: list[tuple[int, float]]) -> set[int]:
-            return {n for cid, _ in hits if (n := snap.note_of_chunk.get(cid)) is not None}
-
-        chunks = snap.chunks_of_notes(notes(results["keyword"]) - notes(results["semantic"]))
-        if chunks is None or not len(chunks):
-            return []
-        return snap.vectors.score(vector, chunks)
-
-    @staticmethod
-    def _sentences(
-        snap: Snapshot, results: dict[str, list[tuple[int, float]]], vector: np.ndarray
-    ) -> list[tuple[int, float]]:
-        """Each chunk the branches retrieved with its best sentence's cosine, best first: a
-        third branch that only re-scores what the others found.
-
-        Only the retrieved chunks, not every chunk of their notes: the best of a long
-        note's hundreds of sentences is high by chance alone, and scoring them all put
-        changelogs above the answer on dendron-site (nDCG@10 0.7563 against 0.7585)."""
-        return snap.sentences.best(vector, [cid for hits in results.values() for cid, _ in hits])
 
     def rank(
         self,
@@ -338,6 +323,53 @@ class QueryOrchestrator:
                     stem, df = subs[0].term, int(searcher.doc_freq("text", subs[0].term))
             out[stem] = idf(df, docs)
         return out
+
+
+@dataclass(slots=True)
+class _Scored:
+    """What the keyword side scored with the query vector while FAISS ran."""
+
+    cosines: dict[int, float] = field(default_factory=dict)
+    """Every chunk of the notes the keyword branch found, with its cosine."""
+    best_sentence: dict[int, float] = field(default_factory=dict)
+    """Each keyword chunk with sentences, with its best sentence's cosine."""
+
+    def completion(
+        self, snap: Snapshot, semantic: list[tuple[int, float]]
+    ) -> list[tuple[int, float]]:
+        """The exact cosine of every chunk of the notes only the keyword branch found: a
+        note the semantic top-k missed is not rated below every unrelated note.
+
+        Only this direction is completed. The reverse (the BM25 score of notes only the
+        semantic branch found, one more keyword query limited to their chunks) cost
+        about 2 ms a query and moved nDCG@10 by -0.0001 on SciFact train and +0.0033
+        and +0.0003 on the judged vaults: those notes' BM25 is small beside the top."""
+        seen = {n for cid, _ in semantic if (n := snap.note_of_chunk.get(cid)) is not None}
+        return [(c, s) for c, s in self.cosines.items() if snap.note_of_chunk.get(c) not in seen]
+
+    def sentences(
+        self, snap: Snapshot, semantic: list[tuple[int, float]], vector: np.ndarray
+    ) -> list[tuple[int, float]]:
+        """Each retrieved chunk with its best sentence's cosine, best first (ties by chunk
+        id): a third branch that only re-scores what the others found.
+
+        Only the retrieved chunks, not every chunk of their notes: the best of a long
+        note's hundreds of sentences is high by chance alone, and scoring them all put
+        changelogs above the answer on dendron-site (nDCG@10 0.7563 against 0.7585)."""
+        best = dict(self.best_sentence)
+        rest = [cid for cid, _ in semantic if cid not in best]
+        best.update(snap.sentences.best(vector, rest))
+        return sorted(best.items(), key=lambda x: (-x[1], x[0]))
+
+
+def _score_found(
+    snap: Snapshot, keyword: list[tuple[int, float]], vector: np.ndarray, sentences: bool
+) -> _Scored:
+    notes = {n for cid, _ in keyword if (n := snap.note_of_chunk.get(cid)) is not None}
+    chunks = snap.chunks_of_notes(notes)
+    cosines = dict(snap.vectors.score(vector, chunks)) if chunks is not None and len(chunks) else {}
+    best = dict(snap.sentences.best(vector, [c for c, _ in keyword])) if sentences else {}
+    return _Scored(cosines, best)
 
 
 def _kind(kind: str) -> SourceKind:
