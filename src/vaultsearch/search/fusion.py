@@ -108,11 +108,21 @@ def graph_boost(
 def recency_multiplier(age_days: float, tiers: Sequence[Sequence[float]]) -> float:
     """The multiplier of the first tier ``[max_days, multiplier]`` (sorted by days)
     that the age falls within; 1.0 when older than every tier. Future dates count as 0 days."""
-    age = max(age_days, 0.0)
-    for max_days, mult in sorted((float(d), float(m)) for d, m in tiers):
-        if age <= max_days:
-            return mult
-    return 1.0
+    return recency_curve(tiers)(age_days)
+
+
+def recency_curve(tiers: Sequence[Sequence[float]]) -> Callable[[float], float]:
+    """``recency_multiplier`` with the tiers sorted once, for a query's hundred candidates."""
+    steps = sorted((float(d), float(m)) for d, m in tiers)
+
+    def multiplier(age_days: float) -> float:
+        age = max(age_days, 0.0)
+        for max_days, mult in steps:
+            if age <= max_days:
+                return mult
+        return 1.0
+
+    return multiplier
 
 
 def rank_items(scores: Mapping[K, float]) -> list[K]:

@@ -19,7 +19,7 @@ from typing import Protocol
 from vaultsearch.config import SearchConfig
 from vaultsearch.models import BranchPart, Explain
 from vaultsearch.search.filters import NoteMeta
-from vaultsearch.search.fusion import graph_boost, normalise, recency_multiplier, tied_ranks
+from vaultsearch.search.fusion import graph_boost, normalise, recency_curve, tied_ranks
 
 FUSION_METHODS = ("convex", "rrf")
 NORMALISATIONS = ("tm2c2", "minmax")
@@ -133,7 +133,7 @@ def fuse(
     parts: dict[int, list[BranchPart]] = {}
     chunk_score: dict[int, float] = {}
     note_chunks: dict[int, list[int]] = {}
-    for branch, hits in branches.items():
+    for branch, hits in sorted(branches.items()):  # each note's parts in branch order
         w = weights[branch]
         if w == 0:
             continue
@@ -164,6 +164,7 @@ def fuse(
             graph[nid] = (gift.added, str(gift.source))
 
     target = _fold(name) if name else ""
+    recency = recency_curve(settings.recency_tiers) if settings.recency_tiers else None
     out = []
     for nid in set(fused) | set(graph):
         chunks = note_chunks.get(nid, [])
@@ -175,14 +176,11 @@ def fuse(
         named = NAME_MATCH if target and _named(view.notes[nid], target) else 0.0
         base = fused.get(nid, 0.0) + named
         added, source = graph.get(nid, (0.0, None))
-        mult = 1.0
-        if settings.recency_tiers:
-            age = (now - view.notes[nid].date) / 86400
-            mult = recency_multiplier(age, settings.recency_tiers)
+        mult = recency((now - view.notes[nid].date) / 86400) if recency else 1.0
         recency_added = (base + added) * (mult - 1.0)
         explain = Explain(
             method=settings.method,
-            branches=tuple(sorted(parts.get(nid, []), key=_branch_name)),
+            branches=tuple(parts.get(nid, ())),
             name_added=named,
             graph_added=added,
             graph_from=source,
@@ -193,10 +191,6 @@ def fuse(
         out.append(Candidate(nid, chunks, explain.total, explain))
     out.sort(key=lambda c: (-c.score, view.notes[c.note_id].path))
     return out
-
-
-def _branch_name(part: BranchPart) -> str:
-    return part.branch
 
 
 @functools.lru_cache(maxsize=65536)

@@ -56,9 +56,16 @@ def make_snippet(
     """``also``: index terms (stems) that match too, e.g. what a typo was widened to."""
     text = " ".join(text.split())
     stems = {stemmer(t) for t in terms if t and t.lower() not in STOPWORDS} | set(also)
-    words = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(text)]
-    stem_of = {w: stemmer(w) for w in {w for _, _, w in words}}  # each word stemmed once
-    matches = [(s, e, stem_of[w]) for s, e, w in words if stem_of[w] in stems]
+    stem_of = {w: st for w in set(_WORD.findall(text)) if (st := stemmer(w)) in stems}
+    matches = (
+        [
+            (m.start(), m.end(), stem_of[w])
+            for m in _WORD.finditer(text)
+            if (w := m.group()) in stem_of
+        ]
+        if stem_of
+        else []
+    )
     protected = [(m.start(), m.end()) for m in _PROTECTED.finditer(text)]
     start = _best_window(matches, len(text), width)
     end = min(len(text), start + width)
