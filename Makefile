@@ -14,6 +14,10 @@ QUERY     ?= how does vaultsearch decide that a rebuild is needed
 TORCH       ?= torch==2.13.0
 TORCH_INDEX ?=
 
+# hybrid latency is timed against these commits in the same run: the last without
+# sentence vectors, and the last stop's release
+LATENCY_AGAINST ?= bceccfd f66f957
+
 .PHONY: setup setup-demo demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-reliability-store bench-tune bench-confidence bench-embedding bench-vault-quality bench-code bench-mcp-size bench-mcp-memory bench-sources browser bench-screenshot bench-prefix bench-chunking bench-ideas clean
 
 setup: $(STAMP)
@@ -64,7 +68,7 @@ bench-quality: setup
 	$(BIN)/python bench/quality.py
 
 bench-latency: setup
-	$(BIN)/python bench/latency.py
+	$(BIN)/python bench/latency.py $(foreach r,$(LATENCY_AGAINST),--against $(r))
 
 bench-reliability-store: setup
 	$(BIN)/python bench/reliability_store.py
