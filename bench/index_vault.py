@@ -39,6 +39,7 @@ def main() -> None:
             index_dir=work / "index-chunks-only",
             config=config_from_dict({"embedding": {"sentences": False}}),
         )
+        plain.embedder.embed_query("model load")  # each build's own model, loaded untimed
         t = time.perf_counter()
         chunks_only = plain.index(progress=LogProgress(every=15))
         chunks_only_s = time.perf_counter() - t
@@ -47,6 +48,7 @@ def main() -> None:
         os.environ[CACHE_ENV] = str(work / "cache")
         vault = Vault.open(vault_dir, index_dir=work / "index")
         files = len(vault.manager().scan())
+        vault.embedder.embed_query("model load")
 
         t = time.perf_counter()
         first = vault.index(progress=LogProgress(every=15))
