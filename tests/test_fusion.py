@@ -145,10 +145,12 @@ def test_typo_candidates_skipped_by_the_letter_bound_are_never_close() -> None:
         if df:
             continue  # a word the index holds is not widened past its prefixes
 
-        def prefixed(p: str) -> list[tuple[str, int]]:
+        def prefixed(
+            p: str, terms: dict[str, int] = terms, word: str = word
+        ) -> list[tuple[str, int]]:
             return [(t, c) for t, c in terms.items() if t.startswith(p) and t != word]
 
-        out = expand_word(word, word, lambda t: terms.get(t, 0), prefixed)
+        out = expand_word(word, word, lambda t, terms=terms: terms.get(t, 0), prefixed)
         if any(e.kind == "prefix" for e in out):
             continue
         found = [e.term for e in out]
