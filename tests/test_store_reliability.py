@@ -148,6 +148,10 @@ def _segment_file(index_dir: Path, suffix: str) -> Path:
 
 
 def _damage(path: Path, how: str) -> None:
+    """The damaged bytes replace the file (a new inode); never rewritten in place: a
+    Tantivy reader of an earlier case may still map the old file, and truncating a mapped
+    file kills the process with SIGBUS when one of its threads reads it (it did once, on a
+    fresh clone under load). What ``check`` reads at the path is damaged either way."""
     if how == "delete":
         path.unlink()
         return
@@ -156,7 +160,13 @@ def _damage(path: Path, how: str) -> None:
         data = data[: len(data) // 2]
     else:  # a bit flip in the middle
         data[len(data) // 2] ^= 0x10
-    path.write_bytes(bytes(data))
+    _replace_bytes(path, bytes(data))
+
+
+def _replace_bytes(path: Path, data: bytes) -> None:
+    damaged = path.with_name(path.name + ".damaged")
+    damaged.write_bytes(data)
+    os.replace(damaged, path)
 
 
 DAMAGED = {
@@ -207,7 +217,7 @@ def test_a_panicking_segment_fails_the_query_not_the_process(
     data = bytearray(term.read_bytes())
     for i in range(8, len(data) - 40, 7):
         data[i] ^= 0xFF
-    term.write_bytes(bytes(data))
+    _replace_bytes(term, bytes(data))
     with Vault.open(root, index_dir=index_dir) as vault:
         try:
             for w in WORDS:
