@@ -119,24 +119,17 @@ def import_cpu(n: int = 5) -> float:
     return statistics.median(cpus)
 
 
-def time_to_tools(vault: Path, index_dir: Path) -> tuple[float, float]:
-    """Seconds from spawning the server to its `initialize` answer, and to its first
-    `tools/list` answer (the SDK loaded: when a client can really start working)."""
+def mcp_initialize(source: Path, work: Path, n: int) -> tuple[list[float], list[float]]:
+    """Start to `initialize` and to the first `tools/list` answer, ``n`` cold starts."""
     from mcp_latency import time_handshake
 
-    initialized, listed = time_handshake(vault, index_dir, list_tools=True)
-    assert listed is not None
-    return initialized, listed
-
-
-def mcp_initialize(source: Path, work: Path, n: int) -> tuple[list[float], list[float]]:
     vault = work / "cold-vault"
     shutil.rmtree(vault, ignore_errors=True)
     shutil.copytree(source, vault)
     inits, lists = [], []
     for i in range(n):
         index_dir = work / f"cold-index{i}"
-        init, listed = time_to_tools(vault, index_dir)
+        init, listed = time_handshake(vault, index_dir)
         inits.append(init)
         lists.append(listed)
         shutil.rmtree(index_dir, ignore_errors=True)

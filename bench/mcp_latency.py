@@ -51,9 +51,9 @@ def server_cmd(vault: Path, index_dir: Path) -> list[str]:
     ]
 
 
-def time_handshake(vault: Path, index_dir: Path, list_tools: bool) -> tuple[float, float | None]:
-    """Seconds from spawning the server to its `initialize` answer and, with
-    ``list_tools``, to its first `tools/list` answer (when a client can start working)."""
+def time_handshake(vault: Path, index_dir: Path) -> tuple[float, float]:
+    """Seconds from spawning the server to its `initialize` answer, and to its first
+    `tools/list` answer (the SDK loaded: when a client can really start working)."""
     t = time.perf_counter()
     proc = subprocess.Popen(
         server_cmd(vault, index_dir),
@@ -67,17 +67,15 @@ def time_handshake(vault: Path, index_dir: Path, list_tools: bool) -> tuple[floa
     answer = json.loads(proc.stdout.readline())
     initialized = time.perf_counter() - t
     assert answer.get("id") == 1 and "result" in answer, answer
-    listed = None
-    if list_tools:
-        for message in (
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-        ):
-            proc.stdin.write(json.dumps(message).encode() + b"\n")
-        proc.stdin.flush()
-        answer = json.loads(proc.stdout.readline())
-        listed = time.perf_counter() - t
-        assert answer.get("id") == 2 and answer["result"]["tools"], answer
+    for message in (
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ):
+        proc.stdin.write(json.dumps(message).encode() + b"\n")
+    proc.stdin.flush()
+    answer = json.loads(proc.stdout.readline())
+    listed = time.perf_counter() - t
+    assert answer.get("id") == 2 and answer["result"]["tools"], answer
     proc.stdin.close()  # the indexing it began stops with it
     try:
         proc.wait(timeout=30)
@@ -105,9 +103,9 @@ def startup(source: Path, starts: int) -> tuple[list[float], list[float], list[f
         times, listed, imports = [], [], []
         for i in range(starts):
             index_dir = work / f"index{i}"  # a fresh, empty index for every start
-            initialized, tools = time_handshake(vault, index_dir, list_tools=True)
+            initialized, tools = time_handshake(vault, index_dir)
             times.append(initialized)
-            listed.append(tools or 0.0)
+            listed.append(tools)
             shutil.rmtree(index_dir, ignore_errors=True)
             imports.append(time_imports())
             print(

@@ -226,14 +226,14 @@ class Snapshot:
     def chunk_rows(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
         return {r.id: r for r in self.catalog.chunks(list(dict.fromkeys(ids)))}
 
+    def notes_of(self, chunk_ids: Iterable[int]) -> set[int]:
+        """The notes these chunks belong to (an id this generation lacks is skipped)."""
+        return {nid for cid in chunk_ids if (nid := self.note_of_chunk.get(cid)) is not None}
+
     def notes_containing(self, excluded: Sequence[str]) -> set[int]:
         """Notes with a chunk holding an excluded word, matched as keyword search matches
         (stemmed, any field): ``-word`` removes the same notes in every mode."""
-        return {
-            nid
-            for cid in self.keywords.chunks_matching(excluded)
-            if (nid := self.note_of_chunk.get(cid)) is not None
-        }
+        return self.notes_of(self.keywords.chunks_matching(excluded))
 
     @functools.cached_property
     def stem(self) -> Callable[[str], str]:
