@@ -15,7 +15,7 @@ import numpy as np
 from vaultsearch.store.catalog import SENTENCE_BITS, Catalog
 from vaultsearch.store.derived.vectors import VectorPart
 from vaultsearch.store.layout import Generation
-from vaultsearch.store.vectors import VectorIndex, normalize
+from vaultsearch.store.vectors import VectorIndex, dot_rows, normalize
 
 
 class SentencePart(VectorPart):
@@ -75,6 +75,6 @@ class SentenceVectors:
         starts = np.cumsum(counts) - counts
         rows = np.repeat(lo - starts, counts) + np.arange(counts.sum())
         q = normalize(query)[0]
-        best = np.maximum.reduceat(self._decoder.decode(self._codes[rows]) @ q, starts)
+        best = np.maximum.reduceat(dot_rows(self._decoder.decode(self._codes[rows]), q), starts)
         order = np.lexsort((chunks, -best))
         return [(int(chunks[i]), float(best[i])) for i in order]
