@@ -26,7 +26,12 @@ Handler = Callable[[argparse.Namespace], int]
 def _open(args: argparse.Namespace, vault: str | None = None) -> Vault:
     from vaultsearch.vault import Vault
 
-    return Vault.open(vault or args.vault or ".", index_dir=args.index_dir, config=args.config)
+    return Vault.open(
+        vault or args.vault or ".",
+        index_dir=args.index_dir,
+        config=args.config,
+        flags=tuple(getattr(args, "set", None) or ()),
+    )
 
 
 def _print_json(value: Any) -> None:
@@ -323,6 +328,34 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
 
 
+# --- config -----------------------------------------------------------------------
+def cmd_config(args: argparse.Namespace) -> int:
+    from vaultsearch.config import explain_config
+    from vaultsearch.config_layers import env_name
+    from vaultsearch.reload import flat_config
+
+    root = Path(args.vault).expanduser().resolve()
+    cfg, origins = explain_config(args.config, root, tuple(args.set or ()))
+
+    def origin(key: str) -> str:
+        where = origins.get(key, "default")
+        if where == "environment" or where.endswith(".env"):
+            return f"{where}: {env_name(*key.split('.', 1))}"
+        return where
+
+    rows = [
+        {"key": key, "value": value, "from": origin(key)} for key, value in flat_config(cfg).items()
+    ]
+    if args.json:
+        _print_json(rows)
+        return 0
+    width = max(len(r["key"]) for r in rows)
+    print("precedence: default < config file < .env < environment < --set")
+    for r in rows:
+        print(f"{r['key']:<{width}}  {json.dumps(r['value'], ensure_ascii=False)}  ({r['from']})")
+    return 0
+
+
 # --- parser -----------------------------------------------------------------------
 def _common(p: argparse.ArgumentParser, vault_positional: bool = True) -> None:
     if vault_positional:
@@ -330,6 +363,12 @@ def _common(p: argparse.ArgumentParser, vault_positional: bool = True) -> None:
     p.add_argument("--index-dir", help="where the index lives (default: <vault>/.vaultsearch)")
     p.add_argument(
         "--config", help="a config.toml (default: $VAULTSEARCH_CONFIG, then the vault's)"
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a setting for this run, e.g. search.keyword_weight=0.5 (repeatable)",
     )
 
 
@@ -415,6 +454,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repair", action="store_true", help="fix differences without re-embedding")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=cmd_check)
+
+    p = sub.add_parser("config", help="every setting's effective value and where it came from")
+    _common(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=cmd_config)
 
     p = sub.add_parser("init", help="write a commented config into VAULT/.vaultsearch/")
     p.add_argument("vault", nargs="?", default=".", help="the vault folder (default: .)")

@@ -7,12 +7,21 @@ allowed, because a silently ignored typo in a search tool shows up much later as
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, get_type_hints
 
+from vaultsearch.config_layers import (
+    DOTENV_NAME,
+    Layer,
+    env_layer,
+    flag_layer,
+    merge,
+    read_dotenv,
+)
 from vaultsearch.errors import ConfigError
 from vaultsearch.parsers import DEFAULT_PARSER_MAP
 from vaultsearch.sourceconfig import SourceConfig, check_unique, read_managed, sources_from_list
@@ -153,6 +162,8 @@ class Config:
     answer: AnswerConfig = field(default_factory=AnswerConfig)
     source: str = "built-in defaults"
     """Where this configuration came from, for status output and error messages."""
+    flags: tuple[str, ...] = ()
+    """The ``--set section.key=value`` flags it was loaded with, kept for a reload."""
 
     def excluded(self) -> list[str]:
         """Ignore patterns for the scanner: the user's, plus the reports folder, whose
@@ -205,9 +216,11 @@ def _build_section(name: str, cls: type, raw: Any) -> Any:
     values = {}
     for key, value in raw.items():
         if key not in allowed:
+            close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.75)
+            hint = f" Did you mean '{name}.{close[0]}'?" if close else ""
             raise ConfigError(
-                f"Unknown config key '{name}.{key}' (value {value!r}); "
-                f"allowed keys in [{name}]: {', '.join(allowed)}."
+                f"Unknown config key '{name}.{key}' (value {value!r}).{hint} "
+                f"Allowed keys in [{name}]: {', '.join(allowed)}."
             )
         values[key] = _check_value(f"{name}.{key}", value, hints[key])
     return cls(**values)
@@ -370,16 +383,19 @@ def config_from_dict(raw: dict[str, Any], source: str = "<dict>") -> Config:
     return cfg
 
 
-def load_config_file(path: Path) -> Config:
+def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(
             f"Config file {path} does not exist.", fix="vaultsearch init VAULT"
         ) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"Config file {path} is not valid TOML: {exc}.") from None
-    return config_from_dict(raw, source=str(path))
+
+
+def load_config_file(path: Path) -> Config:
+    return config_from_dict(_read_toml(path), source=str(path))
 
 
 def find_config_path(explicit: str | os.PathLike[str] | None, vault: Path | None) -> Path | None:
@@ -396,15 +412,64 @@ def find_config_path(explicit: str | os.PathLike[str] | None, vault: Path | None
     return None
 
 
+def section_types() -> dict[str, type]:
+    hints = get_type_hints(Config)
+    return {name: hints[name] for name in _SECTIONS}
+
+
+def dotenv_path(config_file: Path | None, vault: Path | None) -> Path | None:
+    """The ``.env`` beside the config file in use, else in the vault's index folder."""
+    if config_file is not None:
+        return config_file.parent / DOTENV_NAME
+    return vault / ".vaultsearch" / DOTENV_NAME if vault is not None else None
+
+
+def layers(
+    config_file: Path | None, vault: Path | None, flags: tuple[str, ...] = ()
+) -> list[Layer]:
+    """What is written over the file, lowest first: ``.env``, environment, flags."""
+    sections = section_types()
+    out = []
+    dotenv = dotenv_path(config_file, vault)
+    if dotenv is not None and dotenv.is_file():
+        out.append(env_layer(read_dotenv(dotenv), sections, str(dotenv)))
+    out.append(env_layer(os.environ, sections, "environment"))
+    if flags:
+        out.append(flag_layer(flags, sections))
+    return out
+
+
+def explain_config(
+    explicit: str | os.PathLike[str] | None = None,
+    vault: Path | None = None,
+    flags: tuple[str, ...] = (),
+) -> tuple[Config, dict[str, str]]:
+    """The effective config, and for every key set anywhere the place that set it last."""
+    path = find_config_path(explicit, vault)
+    raw = _read_toml(path) if path else {}
+    merged, origins = merge(raw, layers(path, vault, flags))
+    file_keys = {
+        f"{section}.{key}": str(path)
+        for section, values in raw.items()
+        if isinstance(values, dict) and section in _SECTIONS
+        for key in values
+    }
+    cfg = config_from_dict(merged, source=str(path) if path else "built-in defaults")
+    cfg = replace(cfg, flags=tuple(flags))
+    managed = read_managed(vault) if vault is not None else ()
+    if managed:
+        cfg = with_sources(cfg, cfg.sources + managed)
+    return cfg, {**file_keys, **origins}
+
+
 def load_config(
-    explicit: str | os.PathLike[str] | Config | None = None, vault: Path | None = None
+    explicit: str | os.PathLike[str] | Config | None = None,
+    vault: Path | None = None,
+    flags: tuple[str, ...] = (),
 ) -> Config:
     if isinstance(explicit, Config):
         return explicit
-    path = find_config_path(explicit, vault)
-    cfg = load_config_file(path) if path else Config()
-    managed = read_managed(vault) if vault is not None else ()
-    return with_sources(cfg, cfg.sources + managed) if managed else cfg
+    return explain_config(explicit, vault, flags)[0]
 
 
 def with_sources(cfg: Config, sources: tuple[SourceConfig, ...]) -> Config:

@@ -68,7 +68,10 @@ class Vault:
         path: str | os.PathLike[str],
         index_dir: str | os.PathLike[str] | None = None,
         config: str | os.PathLike[str] | Config | None = None,
+        flags: tuple[str, ...] = (),
     ) -> Vault:
+        """``flags`` are ``section.key=value`` settings over the config file, ``.env`` and
+        ``VAULTSEARCH_<SECTION>_<KEY>`` variables (``--set`` on the command line)."""
         root = Path(path).expanduser()
         if not root.is_dir():
             what = "is not a folder" if root.exists() else "does not exist"
@@ -77,7 +80,7 @@ class Vault:
                 fix="pass the path of a folder of Markdown notes, e.g. 'vaultsearch index ~/Notes'",
             )
         root = root.resolve()
-        cfg = load_config(config, root)
+        cfg = load_config(config, root, tuple(flags))
         return cls(root, resolve_index_dir(root, cfg, index_dir), cfg)
 
     @property
