@@ -56,9 +56,9 @@ def test_the_cli_prints_each_value_and_where_it_came_from(
     vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     env = {"VAULTSEARCH_SEARCH_GRAPH_TOP": "13", "PATH": "/usr/bin:/bin"}
+    flags = ["--set", "search.keyword_weight=0.34"]
     done = subprocess.run(
-        [sys.executable, "-m", "vaultsearch.cli", "config", str(vault), "--json"]
-        + ["--set", "search.keyword_weight=0.34"],
+        [sys.executable, "-m", "vaultsearch.cli", "config", str(vault), "--json", *flags],
         capture_output=True,
         text=True,
         env={**env, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")},

@@ -107,8 +107,8 @@ def env_layer(environ: Mapping[str, str], sections: Mapping[str, type], origin: 
         if upper not in known:
             raise ConfigError(
                 f"Unknown setting {name} in {origin}.{_suggest(upper, known)}",
-                fix="name a key as VAULTSEARCH_<SECTION>_<KEY>, e.g. VAULTSEARCH_SEARCH_KEYWORD_WEIGHT; "
-                "'vaultsearch config' lists every key",
+                fix="name a key as VAULTSEARCH_<SECTION>_<KEY>, e.g. "
+                "VAULTSEARCH_SEARCH_KEYWORD_WEIGHT; 'vaultsearch config' lists every key",
             )
         pairs[upper] = text
     return _layer(origin, pairs, sections, known)
