@@ -117,7 +117,7 @@ def test_variables_of_other_settings_are_left_alone(
 
 
 def test_a_flag_naming_no_key_is_refused_with_the_closest(vault: Path) -> None:
-    with pytest.raises(ConfigError, match="Did you mean search.rrf_k"):
+    with pytest.raises(ConfigError, match=r"Did you mean search\.rrf_k"):
         load_config(None, vault, ("search.rrf_kk=3",))
     with pytest.raises(ConfigError, match="is not KEY=VALUE"):
         load_config(None, vault, ("search.rrf_k",))
@@ -126,7 +126,7 @@ def test_a_flag_naming_no_key_is_refused_with_the_closest(vault: Path) -> None:
 def test_a_misspelt_file_key_suggests_the_real_one(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     path.write_text("[search]\nkeyword_wieght = 0.5\n")
-    with pytest.raises(ConfigError, match="Did you mean 'search.keyword_weight'"):
+    with pytest.raises(ConfigError, match=r"Did you mean 'search\.keyword_weight'"):
         load_config(path)
 
 
@@ -135,7 +135,7 @@ def test_dotenv_lines(tmp_path: Path) -> None:
     path.write_text("A=1\n\n# c\nexport B = 'two words'\nC=x # note\nD=\"#not a comment\"\n")
     assert read_dotenv(path) == {"A": "1", "B": "two words", "C": "x", "D": "#not a comment"}
     path.write_text("JUSTANAME\n")
-    with pytest.raises(ConfigError, match="Line 1 .* is not NAME=value"):
+    with pytest.raises(ConfigError, match=r"Line 1 .* is not NAME=value"):
         read_dotenv(path)
 
 
