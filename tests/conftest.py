@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from vaultsearch.config import EmbeddingConfig
+from vaultsearch.config import EmbeddingConfig, section_types
 from vaultsearch.embedding import Embedder
 from vaultsearch.store.catalog import Catalog
 from vaultsearch.store.embedcache import CACHE_ENV, EmbeddingCache, default_cache_dir
@@ -56,6 +56,10 @@ def write_vault(tmp_path: Path) -> WriteVault:
 @pytest.fixture(autouse=True)
 def _no_config_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("VAULTSEARCH_CONFIG", raising=False)
+    sections = [f"VAULTSEARCH_{name.upper()}_" for name in section_types()]
+    for name in list(os.environ):  # a developer's own settings must not reach a test
+        if name.upper().startswith(tuple(sections)):
+            monkeypatch.delenv(name)
     # never the real user's cache; subprocesses inherit it
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "embedding-cache"))
 

@@ -183,3 +183,55 @@ def test_example_config_is_the_defaults() -> None:
     assert (root / "config.toml.example").read_text() == template_text()
     parsed = config_from_dict(tomllib.loads(template_text()))
     assert replace(parsed, source="") == replace(Config(), source="")
+
+
+# --- habits: the vault either way, the closest name, a readable explain ----------------
+def test_vault_as_positional_or_flag_on_every_command(
+    vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(capsys, "index", "--vault", str(vault), "--quiet")[0] == 0
+    code, out, _ = run(capsys, "status", "--vault", str(vault), "--json")
+    assert code == 0 and json.loads(out)["notes"] == 2
+    assert run(capsys, "check", str(vault), "--vault", str(vault), "--json")[0] == 0
+    with pytest.raises(SystemExit) as done:
+        main(["status", str(vault), "--vault", str(vault / "elsewhere")])
+    assert done.value.code == 2
+    assert "two vaults given" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["serch", "x"], "did you mean 'search'?"),
+        (
+            ["search", "x", "--tpo-k", "3"],
+            "--tpo-k is not an option of 'vaultsearch search'; did you mean --top-k?",
+        ),
+        (["search", "x", "--mode", "hybird"], "did you mean 'hybrid'?"),
+        (["search", "callouts", "help"], "quote a query of several words"),
+        (["status", "--jsno"], "did you mean --json?"),
+    ],
+)
+def test_a_wrong_word_names_the_closest_real_one(
+    capsys: pytest.CaptureFixture[str], argv: list[str], says: str
+) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == 2
+    assert says in capsys.readouterr().err
+
+
+def test_explain_on_a_terminal_is_a_table_that_adds_up(vault: Path) -> None:
+    from vaultsearch.cli import explain_table
+    from vaultsearch.vault import Vault
+
+    v = Vault.open(vault)
+    v.index()
+    hit = v.search("rivers", explain=True)[0]
+    assert hit.explain is not None
+    table = explain_table(hit.explain)
+    lines = table.splitlines()
+    assert lines[0].split() == ["branch", "rank", "raw", "normalised", "weight", "adds"]
+    adds = [float(line.split()[-1]) for line in lines[1:] if not line.strip().startswith("=")]
+    assert sum(adds) == pytest.approx(hit.score, abs=1e-3)
+    assert lines[-1].split()[-1] == f"{hit.score:.4f}"

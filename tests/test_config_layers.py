@@ -17,10 +17,7 @@ from vaultsearch.vault import Vault
 
 
 @pytest.fixture()
-def vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in list(__import__("os").environ):
-        if name.startswith("VAULTSEARCH_") and name != "VAULTSEARCH_CACHE_DIR":
-            monkeypatch.delenv(name)
+def vault(tmp_path: Path) -> Path:
     root = tmp_path / "vault"
     (root / ".vaultsearch").mkdir(parents=True)
     (root / "a.md").write_text("# A\n\nalpha\n")

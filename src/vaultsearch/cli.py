@@ -7,12 +7,14 @@ command that fixes it, with a traceback only under ``--debug``.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
+import re
 import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from vaultsearch import __version__
 from vaultsearch.errors import VaultsearchError, environment_error_sentence
@@ -186,12 +188,36 @@ def _print_hits(hits: Sequence[Any], explain: bool) -> None:
         )
         console.print(f"    {_bold_ranges(h.snippet, h.highlights)}", highlight=False)
         if explain and h.explain:
-            console.print(
-                f"    [dim]{escape(json.dumps(h.explain.to_dict()))}[/dim]", highlight=False
-            )
+            console.print(escape(explain_table(h.explain)), highlight=False)
     weak = weak_answer([h.confidence for h in hits])
     if weak:
         console.print(f"[yellow]{escape(weak)}[/yellow]", highlight=False)
+
+
+def explain_table(e: Any) -> str:
+    """The explain trace as a terminal reads it: one row a branch, then each boost,
+    adding up to the score (``--json`` keeps every field)."""
+    rows = [("branch", "rank", "raw", "normalised", "weight", "adds")]
+    for p in e.branches:
+        rows.append(
+            (p.branch, str(p.rank), f"{p.raw:.4f}", f"{p.normalised:.4f}",
+             f"{p.weight:.2f}", f"{p.contribution:+.4f}")
+        )  # fmt: skip
+    boosts = [
+        ("title or alias", e.name_added, ""),
+        ("graph", e.graph_added, f"from {e.graph_from}" if e.graph_from else ""),
+        ("recency", e.recency_added, f"x{e.recency_multiplier:.2f}"),
+        ("rerank", e.rerank_added, ""),
+    ]
+    for name, added, note in boosts:
+        if added:
+            rows.append((name, "", "", note, "", f"{added:+.4f}"))
+    rows.append((f"= {e.method}", "", "", "", "", f"{e.total:.4f}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(6)]
+    lines = ["    " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    if e.expansions:
+        lines.append(f"    widened: {', '.join(e.expansions)}")
+    return "\n".join(line.rstrip() for line in lines)
 
 
 def _bold_ranges(text: str, ranges: Sequence[tuple[int, int]]) -> str:
@@ -359,7 +385,10 @@ def cmd_config(args: argparse.Namespace) -> int:
 # --- parser -----------------------------------------------------------------------
 def _common(p: argparse.ArgumentParser, vault_positional: bool = True) -> None:
     if vault_positional:
-        p.add_argument("vault", nargs="?", default=".", help="the vault folder (default: .)")
+        p.add_argument("vault", nargs="?", default=None, help="the vault folder (default: .)")
+        p.add_argument(
+            "--vault", dest="vault_flag", metavar="VAULT", help="the vault folder, as a flag"
+        )
     p.add_argument("--index-dir", help="where the index lives (default: <vault>/.vaultsearch)")
     p.add_argument(
         "--config", help="a config.toml (default: $VAULTSEARCH_CONFIG, then the vault's)"
@@ -384,7 +413,7 @@ def _http_host(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="vaultsearch", description="Local hybrid search over a folder of Markdown notes."
     )
     parser.add_argument("--version", action="version", version=f"vaultsearch {__version__}")
@@ -495,13 +524,70 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the closest command or choice named when a word is not one."""
+
+    def error(self, message: str) -> NoReturn:
+        m = re.search(r"invalid choice: '(.*?)' \(choose from (.*)\)", message)
+        if m:
+            choices = re.findall(r"'([^']*)'", m[2]) or [c.strip() for c in m[2].split(",")]
+            close = difflib.get_close_matches(m[1], choices, n=1, cutoff=0.6)
+            if close:
+                message += f"; did you mean '{close[0]}'?"
+        super().error(message)
+
+
+def _unrecognized(parser: argparse.ArgumentParser, command: str, extras: list[str]) -> str:
+    """Each unknown flag with the closest real one; loose words after a query are most
+    often a query that was not quoted."""
+    sub = _subcommands(parser)[command]
+    flags = [o for a in sub._actions for o in a.option_strings if o.startswith("--")]
+    parts, words = [], []
+    value_of_flag = False
+    for extra in extras:
+        if extra.startswith("-"):
+            close = difflib.get_close_matches(extra.split("=", 1)[0], flags, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            parts.append(f"{extra} is not an option of 'vaultsearch {command}'{hint}")
+            value_of_flag = "=" not in extra
+        elif value_of_flag:
+            value_of_flag = False  # most likely the unknown flag's value
+        else:
+            words.append(extra)
+    if words:
+        text = f"unexpected word(s) {' '.join(words)!r} for 'vaultsearch {command}'"
+        if command == "search":
+            text += '; quote a query of several words: vaultsearch search "words in quotes"'
+        parts.append(text)
+    return "; ".join(parts) + f" (see vaultsearch {command} --help)"
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _one_vault(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """A vault given as a positional or as --vault, the same way on every command."""
+    if not hasattr(args, "vault_flag"):
+        return
+    if args.vault_flag and args.vault and Path(args.vault_flag) != Path(args.vault):
+        parser.error(f"two vaults given: {args.vault} and --vault {args.vault_flag}; give one")
+    args.vault = args.vault_flag or args.vault or "."
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):  # a path or query that is not UTF-8 still prints
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        _subcommands(parser)[args.command].error(_unrecognized(parser, args.command, extras))
+    _one_vault(parser, args)
     handler: Handler = args.handler
     try:
         return handler(args)
