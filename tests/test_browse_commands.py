@@ -156,3 +156,50 @@ def test_the_cli_prints_what_the_tools_answer(indexed: tuple[Path, Path], run: R
         ):
             assert as_json(run, *args) == json.loads(json.dumps(answer.data))
             assert run(*args).stdout.rstrip("\n") == answer.text
+
+
+# --- any indexed file from the terminal: a source's code, a PDF page, a chunk ----------
+def test_get_and_outline_read_code_pdf_pages_and_chunks(
+    tmp_path: Path, embedder: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.pdfs import make_pdf
+    from tests.test_code_pdf_indexing import CART
+
+    root = write_files(
+        tmp_path / "vault",
+        {
+            "Home.md": "# Home\n\nSee the shop.\n",
+            "papers/energy.pdf": make_pdf(
+                [["Solar panels", "Photovoltaic cells."], ["Wind turbines", "Long blades."]]
+            ),
+        },
+    )
+    write_files(tmp_path / "shop", {"cart.py": CART})
+    vault = ["--vault", str(root)]
+
+    def cli(*argv: str) -> Any:
+        code = main([*argv, *vault, "--json"])
+        out = capsys.readouterr().out
+        assert code == 0, out
+        return json.loads(out)
+
+    assert main(["sources", *vault, "add", "shop", str(tmp_path / "shop")]) == 0
+    assert main(["index", *vault, "--quiet"]) == 0
+    capsys.readouterr()
+
+    got = cli("get", "shop:cart.py:8:3")["items"][0]
+    assert got["path"] == "shop:cart.py" and got["start_line"] == 8
+    assert "def total_price" in got["text"]
+    page = cli("get", "papers/energy.pdf", "--page", "2")["items"][0]
+    assert "Long blades" in page["text"] and "Photovoltaic" not in page["text"]
+    hit = Vault.open(root).search("photovoltaic cells", top_k=1)[0]
+    chunk = cli("get", "--chunk", str(hit.chunk_id))["items"][0]
+    assert chunk["path"] == "papers/energy.pdf" and "Photovoltaic" in chunk["text"]
+
+    names = {i["text"]: i for i in cli("outline", "shop:cart.py")["items"]}
+    cls = next(n for n in names if n.endswith("Cart"))
+    method = next(n for n in names if n.endswith("Cart.total_price"))
+    assert names[method]["level"] == names[cls]["level"] + 1
+    assert names[method]["line"] == 8
+    pages = [i["text"] for i in cli("outline", "papers/energy.pdf")["items"]]
+    assert pages == ["page 1", "page 2"]

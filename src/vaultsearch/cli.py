@@ -545,7 +545,10 @@ def _unrecognized(parser: argparse.ArgumentParser, command: str, extras: list[st
     parts, words = [], []
     value_of_flag = False
     for extra in extras:
-        if extra.startswith("-"):
+        if extra.split("=", 1)[0] in flags:  # given after an action such as 'sources add'
+            parts.append(f"{extra} goes before the action: vaultsearch {command} {extra} ...")
+            value_of_flag = "=" not in extra
+        elif extra.startswith("-"):
             close = difflib.get_close_matches(extra.split("=", 1)[0], flags, n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]}?" if close else ""
             parts.append(f"{extra} is not an option of 'vaultsearch {command}'{hint}")

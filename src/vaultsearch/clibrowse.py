@@ -48,8 +48,15 @@ def positive(text: str) -> int:
 
 def cmd_get(args: argparse.Namespace) -> int:
     from vaultsearch.browse import MAX_CHARS
-    from vaultsearch.navigate import multi_get
+    from vaultsearch.navigate import get_places, multi_get
 
+    if args.chunk or args.page:
+        _show(
+            args, get_places(_browser(args), args.chunk or [], args.spec, args.page, args.context)
+        )
+        return 0
+    if not args.spec:
+        raise VaultsearchError("Name what to read: PATH[:LINE[:COUNT]], or --chunk ID.")
     a = multi_get(_browser(args), args.spec, args.max_chars or MAX_CHARS, args.context)
     failed = [x["error"] for x in a.data["items"] if "error" in x]
     if failed and len(args.spec) == 1:
@@ -117,8 +124,12 @@ def add_browse_commands(sub: Any, common: Common) -> None:
         common(p, vault_positional=False)
         p.add_argument("--json", action="store_true", help="machine-readable output")
 
-    p = parser("get", "print notes or line ranges: PATH, PATH:LINE or PATH:LINE:COUNT", cmd_get)
-    p.add_argument("spec", nargs="+", help="PATH[:LINE[:COUNT]], as search prints paths")
+    p = parser("get", "print any indexed file or its lines: note, code, PDF page, chunk", cmd_get)
+    p.add_argument("spec", nargs="*", help="PATH[:LINE[:COUNT]], as search prints paths")
+    p.add_argument(
+        "--chunk", type=int, action="append", metavar="ID", help="a hit's chunk_id (repeatable)"
+    )
+    p.add_argument("--page", type=positive, help="a PDF's page, for each PATH")
     p.add_argument("--context", type=int, default=0, help="extra lines around each range")
     p.add_argument("--max-chars", type=positive, help="text cap over all specs (default: 20000)")
     finish(p)

@@ -12,7 +12,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from vaultsearch.answer import Answer, answer, page
-from vaultsearch.browse import MAX_CHARS, MAX_LINES, Browser, section_end, slice_lines
+from vaultsearch.browse import (
+    MAX_CHARS,
+    MAX_LINES,
+    Browser,
+    LineSlice,
+    section_end,
+    slice_lines,
+)
 from vaultsearch.errors import QueryError, VaultsearchError
 from vaultsearch.linkmap import (
     LINK_QUERIES,
@@ -24,6 +31,7 @@ from vaultsearch.linkmap import (
     outlinks,
 )
 from vaultsearch.linkmap import title as note_title
+from vaultsearch.sourceread import passage_lines, places, read_as_indexed, read_source
 
 MAX_HEADINGS = 500
 NO_INDEX = "No index exists yet; links are known once it is built."
@@ -92,23 +100,28 @@ def links(
 def outline(browser: Browser, path: str, limit: int = MAX_HEADINGS) -> Answer:
     """The note's headings with the line span of each section, as read_note's heading
     argument or start_line/end_line take them."""
-    rel, note, lines, _ = browser.parse(path)
-    hs = note.headings
-    items = [
-        {
-            "level": h.level,
-            "text": h.text,
-            "line": h.line,
-            "end_line": section_end(hs, i, len(lines)),
-        }
-        for i, h in enumerate(hs)
-    ]
+    if read_as_indexed(browser.vault, path):
+        rel, total, items = places(browser.vault, path)
+        title = rel
+    else:
+        rel, note, lines, _ = browser.parse(path)
+        hs, title, total = note.headings, note.title, len(lines)
+        items = [
+            {
+                "level": h.level,
+                "text": h.text,
+                "line": h.line,
+                "end_line": section_end(hs, i, total),
+            }
+            for i, h in enumerate(hs)
+        ]
     shown, head = page("headings", items, limit)
     rows = [
-        f"{'  ' * (x['level'] - 1)}{'#' * x['level']} {x['text']}  ({x['line']}-{x['end_line']})"
+        f"{'  ' * (int(x['level']) - 1)}{'#' * int(x['level'])} {x['text']}  "
+        f"({x['line']}-{x['end_line']})"
         for x in shown
     ]
-    data = {"path": rel, "title": note.title, "total_lines": len(lines), "items": shown}
+    data = {"path": rel, "title": title, "total_lines": total, "items": shown}
     return answer({**data, "total": len(items)}, [f"{rel}: {head}", *rows])
 
 
@@ -148,6 +161,46 @@ def parse_spec(spec: str) -> tuple[str, int | None, int | None]:
     return m["path"], line, count
 
 
+def _item(rel: str, part: LineSlice, message: str | None = None) -> tuple[dict[str, Any], str]:
+    item = {
+        "path": rel,
+        "start_line": part.start_line,
+        "end_line": part.end_line,
+        "total_lines": part.total_lines,
+        "text": part.text,
+        "next_start_line": part.next_start_line,
+        "message": message,
+    }
+    more = f" (cut; next start_line {part.next_start_line})" if part.next_start_line else ""
+    head = f"== {rel} lines {part.start_line}-{part.end_line} of {part.total_lines}{more}"
+    return {k: v for k, v in item.items() if v is not None}, f"{head}\n{part.text}"
+
+
+def get_places(
+    browser: Browser, chunk_ids: Sequence[int], paths: Sequence[str], page_: int | None,
+    context: int = 0,
+) -> Answer:  # fmt: skip
+    """Chunks by id, or a PDF's page, read as read_source reads them (``get --chunk``,
+    ``get PATH --page``)."""
+    items, texts = [], []
+    reads = [read_source(browser.vault, chunk_id=c, context=context) for c in chunk_ids]
+    reads += [read_source(browser.vault, path=p, page=page_, context=context) for p in paths]
+    for r in reads:
+        item, text = _item(r.path, r.slice)
+        items.append(item)
+        texts.append(text)
+    return answer({"items": items, "skipped": None, "message": None}, texts)
+
+
+def _lines(browser: Browser, path: str) -> tuple[str, list[str], str | None]:
+    """A vault note as its file is now; a source's file or a PDF as indexed."""
+    if read_as_indexed(browser.vault, path):
+        rel, lines = passage_lines(browser.vault, browser, path)
+        return rel, lines, None
+    rel, _, lines, partial = browser.parse(path)
+    return rel, lines, partial
+
+
 def multi_get(
     browser: Browser, specs: Sequence[str], max_chars: int = MAX_CHARS, context: int = 0
 ) -> Answer:
@@ -163,7 +216,7 @@ def multi_get(
             continue
         try:
             path, line, count = parse_spec(spec)
-            rel, _, lines, partial = browser.parse(path)
+            rel, lines, partial = _lines(browser, path)
             end = line + count - 1 if line and count else None
             part = slice_lines(lines, line, end, context, max_chars=left)
         except VaultsearchError as exc:
@@ -173,21 +226,9 @@ def multi_get(
         shown = part.end_line - part.start_line + 1
         cut_short = part.next_start_line is not None and shown < MAX_LINES
         left = 0 if cut_short else left - len(part.text)  # a cut short of 200 lines: no budget
-        item = {
-            "path": rel,
-            "start_line": part.start_line,
-            "end_line": part.end_line,
-            "total_lines": part.total_lines,
-            "text": part.text,
-            "next_start_line": part.next_start_line,
-            "message": partial,
-        }
-        items.append({k: v for k, v in item.items() if v is not None})
-        more = f" (cut; next start_line {part.next_start_line})" if part.next_start_line else ""
-        texts.append(
-            f"== {rel} lines {part.start_line}-{part.end_line} of {part.total_lines}{more}\n"
-            + part.text
-        )
+        item, text = _item(rel, part, partial)
+        items.append(item)
+        texts.append(text)
     message = None
     if skipped:
         message = f"Stopped at max_chars={max_chars}: {len(skipped)} not read; ask for them again."

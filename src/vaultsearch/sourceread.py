@@ -133,12 +133,17 @@ def read_source(
     )
 
 
+def read_as_indexed(vault: Vault, path: str) -> bool:
+    """A named source's file or a PDF: read from the index, not as a vault note."""
+    sources = vault.manager().sources
+    parser = sources.parser_for(path)
+    return bool(sources.split(path)[0]) or (parser is not None and is_binary(parser))
+
+
 def passage_lines(vault: Vault, browser: Browser, path: str) -> tuple[str, list[str]]:
     """(path, lines) a hit cites: a vault note as its file is now (what read_note shows),
     a source's file or a PDF as indexed (what read_source shows)."""
-    sources = vault.manager().sources
-    parser = sources.parser_for(path)
-    if sources.split(path)[0] or (parser is not None and is_binary(parser)):
+    if read_as_indexed(vault, path):
         return path, file_lines(indexed_text(vault, path)[1])
     rel, text, _ = browser.read_text(path)
     return rel, file_lines(text)
@@ -149,6 +154,27 @@ def indexed_text(vault: Vault, path: str) -> tuple[NoteMeta, str]:
     snap = vault.orchestrator.snapshot()
     note = snap.notes[_note_id(snap, path)]
     return note, _text(vault, note.path, note.kind, snap.catalog.chunks_of(note.id))
+
+
+def places(vault: Vault, path: str) -> tuple[str, int, list[dict[str, int | str]]]:
+    """An indexed file's outline: a code file's qualified names, a PDF's pages, else its
+    chunks' headings, each with the lines it spans; and the file's path and line count."""
+    snap = vault.orchestrator.snapshot()
+    note = snap.notes[_note_id(snap, path)]
+    rows = sorted(snap.catalog.chunks_of(note.id), key=lambda r: r.start_line)
+    spans: dict[str, list[int]] = {}
+    for r in rows:
+        name = r.qualified_name or (f"page {r.page}" if r.page else " > ".join(r.heading_path))
+        if name:
+            span = spans.setdefault(name, [r.start_line, r.end_line])
+            span[1] = max(span[1], r.end_line)
+    items: list[dict[str, int | str]] = [
+        {"level": 1 + (name.count(".") if rows and rows[0].qualified_name else 0),
+         "text": name, "line": a, "end_line": b}
+        for name, (a, b) in spans.items()
+    ]  # fmt: skip
+    total = max((r.end_line for r in rows), default=0)
+    return note.path, total, items
 
 
 def _text(vault: Vault, path: str, kind: str, rows: list[ChunkRow]) -> str:
