@@ -93,8 +93,13 @@ class ConfinedVault:
             try:
                 return os.open(part, _DIR_FLAGS, dir_fd=fd)
             except FileNotFoundError:
-                if not create or attempt == 2:
+                if not create:
                     raise
+                if attempt == 2:
+                    raise QueryError(
+                        f"{rel!r} was not written: its folder {part!r} was removed while it "
+                        "was being created; nothing was written, so the call can be repeated."
+                    ) from None
                 with contextlib.suppress(FileExistsError), _plain_errors(rel):
                     os.mkdir(part, 0o777, dir_fd=fd)
             except OSError as exc:
