@@ -89,24 +89,29 @@ class ConfinedVault:
             os.close(fd)
 
     def _open_child(self, fd: int, part: str, rel: str, create: bool) -> int:
-        for attempt in (1, 2):
+        """The folder ``part`` under ``fd``, never through a link. Another process may
+        remove or swap it at any moment: each try either opens a real folder or finds
+        out why not, and a folder that keeps changing is answered, not chased."""
+        for _ in range(3):
             try:
                 return os.open(part, _DIR_FLAGS, dir_fd=fd)
             except FileNotFoundError:
                 if not create:
                     raise
-                if attempt == 2:
-                    raise QueryError(
-                        f"{rel!r} was not written: its folder {part!r} was removed while it "
-                        "was being created; nothing was written, so the call can be repeated."
-                    ) from None
                 with contextlib.suppress(FileExistsError), _plain_errors(rel):
                     os.mkdir(part, 0o777, dir_fd=fd)
             except OSError as exc:
                 if exc.errno not in (errno.ENOTDIR, errno.ELOOP):
                     raise _sentence(exc, rel) from None
-                self._refuse_kind(fd, part, rel)
-        raise AssertionError("unreachable")
+                try:
+                    self._refuse_kind(fd, part, rel)
+                except FileNotFoundError:
+                    if not create:
+                        raise
+        raise QueryError(
+            f"{rel!r} was not written: its folder {part!r} kept changing while it was opened "
+            "(another program is moving it); nothing was written, so the call can be repeated."
+        )
 
     def _refuse_kind(self, fd: int, name: str, rel: str, want: str = "folder") -> None:
         try:
@@ -121,11 +126,20 @@ class ConfinedVault:
                 "never writes through or over a link.",
                 fix="write to the real folder inside the vault, by its own path",
             )
-        if want == "folder":
+        if want == "folder" and stat.S_ISDIR(mode):
+            return  # a folder again by now: the caller tries once more
+        if want == "folder" and stat.S_ISREG(mode):
             raise QueryError(f"{rel!r} cannot be written: {name!r} is a file, not a folder.")
-        if stat.S_ISDIR(mode):
+        if want == "file" and stat.S_ISDIR(mode):
             raise QueryError(f"{rel!r} is a folder; pass the path of a file inside it.")
-        raise QueryError(f"{rel!r} is not a regular file, so vaultsearch does not write it.")
+        if want == "file" and stat.S_ISREG(mode):
+            raise QueryError(
+                f"{rel!r} changed while it was written (another program is replacing it); "
+                "nothing was written, so the call can be repeated."
+            )
+        raise QueryError(
+            f"{rel!r} is not a regular file or folder, so vaultsearch does not write it."
+        )
 
     def _check_part(self, part: str, rel: str) -> None:
         check_name(part, rel)
@@ -166,7 +180,10 @@ class ConfinedVault:
         """The file's bytes; FileNotFoundError when there is none."""
         with self.folder(rel, create=False) as (fd, name):
             try:
-                file = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+                flags = (
+                    os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+                )  # a FIFO never blocks
+                file = os.open(name, flags, dir_fd=fd)
             except FileNotFoundError:
                 raise
             except OSError as exc:
@@ -191,14 +208,14 @@ class ConfinedVault:
                 raise FileExistsError(errno.EEXIST, "exists", rel)
             tmp = f"{TEMP_PREFIX}{secrets.token_hex(8)}.tmp"
             flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC
-            with _plain_errors(rel):
+            with _plain_errors(rel), _folder_gone(rel):
                 file = os.open(tmp, flags, 0o666, dir_fd=fd)
             try:
                 with _plain_errors(rel), os.fdopen(file, "wb") as fh:
                     fh.write(data)
                     fh.flush()
                     os.fsync(fh.fileno())
-                with _plain_errors(rel):
+                with _plain_errors(rel), _folder_gone(rel):
                     os.rename(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
             except BaseException:
                 with contextlib.suppress(OSError):
@@ -247,6 +264,18 @@ def sweep_temps(
 def _fsync(fd: int) -> None:
     with contextlib.suppress(OSError):
         os.fsync(fd)
+
+
+@contextlib.contextmanager
+def _folder_gone(rel: str) -> Iterator[None]:
+    """The folder handle's folder was removed (replaced by another) after it was opened."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise QueryError(
+            f"{rel!r} was not written: its folder was removed while it was written (another "
+            "program is moving it); nothing was written, so the call can be repeated."
+        ) from None
 
 
 @contextlib.contextmanager

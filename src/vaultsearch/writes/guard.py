@@ -72,8 +72,10 @@ def folder_path(root: Path, folder: str) -> tuple[str, Path]:
 
 
 def _inside(path: Path, folder: Path) -> bool:
+    """A link that changes while it is resolved raises from ``resolve``; such a path is
+    judged again, by inode, when ``confined`` writes it."""
     try:
         path.resolve().relative_to(folder.resolve())
         return True
-    except ValueError:
+    except (ValueError, OSError):
         return False
