@@ -125,8 +125,10 @@ def confine(root: Path, path: str) -> tuple[str, Path]:
     """(vault-relative POSIX path, real path) for ``path``, judged by where it really
     leads: ``..``, absolute paths and symlinks are fine while they stay in the vault."""
     raw = path.strip().replace("\\", "/")
-    if not raw or "\0" in raw:
+    if not raw:
         raise QueryError("The path is empty; pass a vault-relative path such as 'folder/Note.md'.")
+    if "\0" in raw:
+        raise QueryError(f"The path {path!r} contains a NUL character, which no file name can.")
     root = root.resolve()
     candidate = Path(raw) if Path(raw).is_absolute() else root / raw
     lexical = Path(os.path.normpath(candidate))

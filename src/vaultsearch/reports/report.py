@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from vaultsearch.errors import QueryError
-from vaultsearch.store.atomic import atomic_write_bytes
+from vaultsearch.writes.confined import ConfinedVault
 from vaultsearch.writes.guard import folder_path, writable
 
 ReadLines = Callable[[str], tuple[str, list[str]]]
@@ -98,13 +98,15 @@ def write_report(
 def _write_new(root: Path, folder: str, name: str, text: str, index_dir: Path | None) -> str:
     rel_folder, _ = folder_path(root, folder)
     target = f"{rel_folder}/{name}" if rel_folder else name
-    rel, path = writable(root, target, index_dir)
-    stem, n = path.stem, 2
-    while path.exists():
-        if not re.match(r"^\d{8}_\d{6}_", name):
-            raise QueryError(f"{rel!r} exists already; pass another file_name.")
-        path = path.with_name(f"{stem}_{n}.md")
+    rel, _ = writable(root, target, index_dir)
+    files, data = ConfinedVault(root, index_dir), text.encode("utf-8")
+    stem, n = rel.removesuffix(".md"), 2
+    while True:
+        try:
+            files.write(rel, data, replace=False)
+            return rel
+        except FileExistsError:
+            if not re.match(r"^\d{8}_\d{6}_", name):
+                raise QueryError(f"{rel!r} exists already; pass another file_name.") from None
+        rel, _ = writable(root, f"{stem}_{n}.md", index_dir)
         n += 1
-    rel, path = writable(root, path.relative_to(root.resolve()).as_posix(), index_dir)
-    atomic_write_bytes(path, text.encode("utf-8"))
-    return rel

@@ -1,9 +1,10 @@
 """The opt-in write tools: notes and raw documents.
 
 Listed only when writes are enabled (``[writes] enabled = true`` or ``mcp
---allow-writes``). Every write is confined to the vault (``writes.guard``), atomic,
-logged as a ``write`` event, and indexed before the tool answers, so the very next
-``search`` finds it.
+--allow-writes``). Every write is confined to the vault (``writes.guard`` judges the
+path, ``writes.confined`` writes it), atomic, logged as a ``write`` event, and indexed
+before the tool answers, so the very next ``search`` finds it. Enabling them sweeps
+the temp files that writes killed earlier left in the vault.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from vaultsearch.server.resources import note_uri
 from vaultsearch.server.syncindex import index_paths
 from vaultsearch.server.toolbox import answer
 from vaultsearch.server.tools import PathArg, agent_errors
+from vaultsearch.writes.confined import sweep_temps
 from vaultsearch.writes.documents import DocumentStore, parse
 from vaultsearch.writes.guard import note_path
 from vaultsearch.writes.notes import NoteFiles
@@ -41,6 +43,9 @@ class WriteTools:
         self.documents = DocumentStore(
             vault.root, vault.config.writes.documents_folder, vault.index_dir
         )
+        swept = sweep_temps(vault.root, vault.index_dir)
+        if swept:
+            log.write({"event": "swept_temps", "paths": swept})
 
     def _note_paths(self) -> list[str]:
         return [p for p, info in self.vault.manager().scan().items() if not info.skip]

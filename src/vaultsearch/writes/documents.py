@@ -13,7 +13,7 @@ from urllib.parse import quote, unquote
 import yaml
 
 from vaultsearch.errors import QueryError
-from vaultsearch.store.atomic import atomic_write_bytes
+from vaultsearch.writes.confined import MAX_NAME_BYTES, ConfinedVault
 from vaultsearch.writes.guard import folder_path, writable
 
 _MAX_ID = 200
@@ -42,6 +42,13 @@ def file_name(doc_id: str) -> str:
     name = quote(doc_id, safe="-_.")
     if name.startswith("."):
         name = "%2E" + name[1:]
+    if len(name) + 3 > MAX_NAME_BYTES:
+        raise QueryError(
+            f"Document id {doc_id[:40]!r}... is too long for a file name: it would need "
+            f"{len(name) + 3} bytes and a name can have {MAX_NAME_BYTES}; ids outside "
+            "letters, digits, '-', '_' and '.' take 3 bytes per byte.",
+            fix="use a shorter id",
+        )
     return name + ".md"
 
 
@@ -82,20 +89,21 @@ class DocumentStore:
         self.root = root
         self.folder = folder
         self.index_dir = index_dir
+        self.files = ConfinedVault(root, index_dir)
 
-    def _path(self, doc_id_: str) -> tuple[str, Path]:
+    def _path(self, doc_id_: str) -> str:
         rel_folder, _ = folder_path(self.root, self.folder)
         name = file_name(doc_id_)
-        return writable(self.root, f"{rel_folder}/{name}" if rel_folder else name, self.index_dir)
+        rel, _ = writable(self.root, f"{rel_folder}/{name}" if rel_folder else name, self.index_dir)
+        return rel
 
     def upsert(self, docs: list[Document]) -> list[tuple[StoredDocument, bool]]:
         """(stored, created) per document; each file replaced atomically."""
         out = []
         for doc in docs:
-            rel, path = self._path(doc.id)
-            created = not path.exists()
+            rel = self._path(doc.id)
             data = render(doc).encode("utf-8")
-            atomic_write_bytes(path, data)
+            created = self.files.write(rel, data)
             out.append((StoredDocument(doc.id, rel, len(data)), created))
         return out
 
@@ -103,9 +111,9 @@ class DocumentStore:
         """(deleted paths, ids that were not stored)."""
         deleted, missing = [], []
         for i in ids:
-            rel, path = self._path(i)
+            rel = self._path(i)
             try:
-                path.unlink()
+                self.files.unlink(rel)
                 deleted.append(rel)
             except FileNotFoundError:
                 missing.append(i)

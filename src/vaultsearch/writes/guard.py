@@ -3,7 +3,8 @@
 Reading confines paths with ``browse.confine``; writing uses the same judgement of
 where a path really leads (``..``, absolute paths, symlinked folders), and also keeps
 out of the places that are not the user's notes: hidden folders such as ``.obsidian``,
-``.git`` and the index itself.
+``.git`` and the index itself. This judges the string, for a clear answer before any
+work; ``confined`` does the write itself so that nothing can redirect it afterwards.
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ from pathlib import Path
 
 from vaultsearch.browse import confine
 from vaultsearch.errors import PathOutsideVaultError, QueryError
+from vaultsearch.writes.confined import check_name
 
 NOTE_SUFFIXES = (".md", ".markdown")
 
 
 def _confine(root: Path, path: str) -> tuple[str, Path]:
+    for part in path.replace("\\", "/").split("/"):
+        check_name(part, path)
     try:
         return confine(root, path)
     except PathOutsideVaultError:
@@ -68,8 +72,10 @@ def folder_path(root: Path, folder: str) -> tuple[str, Path]:
 
 
 def _inside(path: Path, folder: Path) -> bool:
+    """A link that changes while it is resolved raises from ``resolve``; such a path is
+    judged again, by inode, when ``confined`` writes it."""
     try:
         path.resolve().relative_to(folder.resolve())
         return True
-    except ValueError:
+    except (ValueError, OSError):
         return False

@@ -1,22 +1,24 @@
 """Note files changed on an agent's behalf: create or overwrite, edit, move, delete.
 
-Each change is one atomic replacement per file. A move rewrites the links in other
-notes that lead to the moved one (see ``links``); it writes the new file first and
-removes the old one last, so an interruption leaves a copy, never a lost note.
+Each change is one atomic replacement per file, made through ``confined`` so that no
+folder swapped for a link can take it out of the vault. A move rewrites the links in
+other notes that lead to the moved one (see ``links``); it writes the new file first
+and removes the old one last, so an interruption leaves a copy, never a lost note.
+Notes reached only through a symlinked folder are read like any note but never written:
+their links to a moved note stay as they were.
 """
 
 from __future__ import annotations
 
-import os
 import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vaultsearch.errors import QueryError
+from vaultsearch.errors import PathOutsideVaultError, QueryError
 from vaultsearch.indexing.links import LinkResolver
-from vaultsearch.store.atomic import atomic_write_bytes, fsync_dir
 from vaultsearch.writes import edits
+from vaultsearch.writes.confined import ConfinedVault
 from vaultsearch.writes.guard import note_path
 from vaultsearch.writes.links import Move, rebase_links, rewrite_links
 
@@ -37,21 +39,26 @@ class NoteFiles:
         self.index_dir = index_dir
         self.notes = notes
         """Vault-relative paths of every note now (for the links a move must rewrite)."""
+        self.files = ConfinedVault(self.root, index_dir)
 
-    def _existing(self, path: str) -> tuple[str, Path]:
-        rel, p = note_path(self.root, path, self.index_dir)
-        if not p.is_file():
-            raise QueryError(f"There is no note {rel!r}; list_notes or search give existing paths.")
-        return rel, p
+    def _existing(self, path: str) -> tuple[str, bytes]:
+        rel, _ = note_path(self.root, path, self.index_dir)
+        try:
+            return rel, self.files.read(rel)
+        except FileNotFoundError:
+            raise QueryError(
+                f"There is no note {rel!r}; list_notes or search give existing paths."
+            ) from None
 
     def write(self, path: str, content: str, overwrite: bool) -> tuple[str, bool]:
         """(path, created)."""
-        rel, p = note_path(self.root, path, self.index_dir)
-        existed = p.exists()
-        if existed and not overwrite:
-            raise QueryError(f"{rel!r} exists already; pass overwrite=true to replace it.")
-        atomic_write_bytes(p, content.encode("utf-8"))
-        return rel, not existed
+        rel, _ = note_path(self.root, path, self.index_dir)
+        try:
+            return rel, self.files.write(rel, content.encode("utf-8"), replace=overwrite)
+        except FileExistsError:
+            raise QueryError(
+                f"{rel!r} exists already; pass overwrite=true to replace it."
+            ) from None
 
     def edit(
         self,
@@ -62,8 +69,11 @@ class NoteFiles:
         find: str | None = None,
         expected_count: int | None = None,
     ) -> str:
-        rel, p = self._existing(path)
-        text = p.read_text(encoding="utf-8")
+        rel, raw = self._existing(path)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise QueryError(f"{rel!r} is not UTF-8 text, so it cannot be edited.") from None
         if op == "append":
             new = edits.append(text, content)
         elif op == "prepend":
@@ -78,19 +88,23 @@ class NoteFiles:
             new = edits.find_replace(text, find or "", content, expected_count)
         else:
             raise QueryError(f"Unknown edit {op!r}; use one of {', '.join(EDIT_OPS)}.")
-        atomic_write_bytes(p, new.encode("utf-8"))
+        self.files.write(rel, new.encode("utf-8"))
         return rel
 
     def delete(self, path: str) -> str:
-        rel, p = self._existing(path)
-        p.unlink()
-        fsync_dir(p.parent)
+        rel, _ = note_path(self.root, path, self.index_dir)
+        try:
+            self.files.unlink(rel)
+        except FileNotFoundError:
+            raise QueryError(
+                f"There is no note {rel!r}; list_notes or search give existing paths."
+            ) from None
         return rel
 
     def move(self, path: str, new_path: str) -> MoveResult:
-        old, src = self._existing(path)
-        new, dst = note_path(self.root, new_path, self.index_dir)
-        if dst.exists():
+        old, data = self._existing(path)
+        new, _ = note_path(self.root, new_path, self.index_dir)
+        if self.files.exists(new):
             raise QueryError(f"{new!r} exists already; choose another new_path or delete it first.")
         others = [n for n in self.notes() if n != old]
         before = LinkResolver((n, ()) for n in [*others, old])
@@ -100,7 +114,6 @@ class NoteFiles:
         ]
         move = Move(old, new, bare_name_unique=not same_name)
         result = MoveResult(old, new)
-        data = src.read_bytes()
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -111,19 +124,22 @@ class NoteFiles:
             if n_self or n_rebased:
                 data = text.encode("utf-8")
                 result.rewritten[new] = n_self + n_rebased
-        atomic_write_bytes(dst, data)
+        try:
+            self.files.write(new, data, replace=False)
+        except FileExistsError:
+            raise QueryError(
+                f"{new!r} exists already; choose another new_path or delete it first."
+            ) from None
         for note in others:
-            file = self.root / note
             try:
-                text = file.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
+                text = self.files.read(note).decode("utf-8")
+            except (OSError, UnicodeDecodeError, QueryError, PathOutsideVaultError):
                 continue
             if "[[" not in text and "](" not in text:
                 continue
             changed, n = rewrite_links(text, note, move, before.resolve)
             if n:
-                atomic_write_bytes(file, changed.encode("utf-8"))
+                self.files.write(note, changed.encode("utf-8"))
                 result.rewritten[note] = n
-        os.unlink(src)
-        fsync_dir(src.parent)
+        self.files.unlink(old)
         return result
