@@ -18,7 +18,7 @@ TORCH_INDEX ?=
 # sentence vectors, and the last stop's release
 LATENCY_AGAINST ?= bceccfd f66f957
 
-.PHONY: setup setup-demo demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-reliability-store bench-tune bench-confidence bench-embedding bench-vault-quality bench-code bench-mcp-size bench-mcp-memory bench-sources browser bench-screenshot bench-prefix bench-chunking bench-ideas clean
+.PHONY: setup setup-demo demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-reliability-store bench-reliability-attacks bench-tune bench-confidence bench-embedding bench-vault-quality bench-code bench-mcp-size bench-mcp-memory bench-sources browser bench-screenshot bench-prefix bench-chunking bench-ideas clean
 
 setup: $(STAMP)
 
@@ -72,6 +72,9 @@ bench-latency: setup
 
 bench-reliability-store: setup
 	$(BIN)/python bench/reliability_store.py
+
+bench-reliability-attacks: setup
+	$(BIN)/python bench/reliability_attacks.py
 
 bench-mcp: setup
 	$(BIN)/python bench/mcp_latency.py
