@@ -68,6 +68,38 @@ def test_hostile_files_beside_normal_notes(tmp_path: Path, embedder: Embedder) -
     assert vault.status()["failed"] == failures
 
 
+def test_pdf_bombs_are_skipped_with_their_budget_and_the_batch_goes_on(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """Small PDFs whose pages share one huge content stream, beside normal notes and a
+    normal PDF: each bomb is skipped with a reason naming the budget it broke, the rest
+    is indexed and searchable, and the next run does not parse the bombs again. The
+    budgets are small here; the bombs need minutes at any budget that fits a note."""
+    from tests.pdfs import make_pdf, shared_stream_pdf
+
+    root, index_dir = tmp_path / "vault", tmp_path / "index"
+    root.mkdir()
+    write_normal_notes(root)
+    (root / "energy.pdf").write_bytes(make_pdf([["Photovoltaic cells and sunlight."]]))
+    (root / "decode-bomb.pdf").write_bytes(shared_stream_pdf(100, 70))
+    (root / "time-bomb.pdf").write_bytes(shared_stream_pdf(100, 10, own_resources=True))
+    config = config_from_dict({"index": {"parse_memory_mb": 64, "parse_timeout": 3}})
+    vault = Vault.open(root, index_dir=index_dir, config=config)
+
+    summary = vault.index()
+    assert set(summary.failed) == {"decode-bomb.pdf", "time-bomb.pdf"}
+    assert "index.parse_memory_mb (64 MB)" in summary.failed["decode-bomb.pdf"]
+    assert "index.parse_timeout (3 s)" in summary.failed["time-bomb.pdf"]
+    notes, failures = catalog_view(index_dir)
+    assert notes == {*NORMAL_WORDS.values(), "energy.pdf"}
+    assert failures == summary.failed
+    for word, path in {**NORMAL_WORDS, "photovoltaic": "energy.pdf"}.items():
+        assert [h.path for h in vault.search(word, mode="keyword")] == [path]
+    again = vault.index()
+    assert (again.added, again.updated, again.failed) == (0, 0, {})
+    assert vault.status()["failed"] == failures
+
+
 def test_a_nul_padded_note_survives_an_edit(tmp_path: Path, embedder: Embedder) -> None:
     root = tmp_path / "vault"
     root.mkdir()

@@ -35,6 +35,14 @@ class VaultConfig:
 
 
 @dataclass(frozen=True)
+class IndexConfig:
+    parse_timeout: float = 120.0
+    """Seconds one file may take to parse before it is skipped (the parser is stopped)."""
+    parse_memory_mb: int = 1024
+    """Memory one file's parse may add before it is skipped."""
+
+
+@dataclass(frozen=True)
 class ChunkingConfig:
     size: int = 1000
     overlap: int = 100
@@ -140,6 +148,7 @@ class AnswerConfig:
 class Config:
     vault: VaultConfig = field(default_factory=VaultConfig)
     parsers: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_PARSER_MAP))
+    index: IndexConfig = field(default_factory=IndexConfig)
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     keyword: KeywordConfig = field(default_factory=KeywordConfig)
@@ -164,7 +173,7 @@ class Config:
 
 
 _SECTIONS = (
-    "vault", "chunking", "embedding", "keyword", "search", "watch", "sessions", "reports",
+    "vault", "index", "chunking", "embedding", "keyword", "search", "watch", "sessions", "reports",
     "writes", "answer",
 )  # fmt: skip
 _TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
@@ -299,6 +308,18 @@ def _validate(cfg: Config) -> None:
         "vault.max_file_size",
         cfg.vault.max_file_size,
         "must be a positive number of bytes",
+    )
+    _require(
+        cfg.index.parse_timeout > 0,
+        "index.parse_timeout",
+        cfg.index.parse_timeout,
+        "must be a positive number of seconds",
+    )
+    _require(
+        cfg.index.parse_memory_mb >= 16,
+        "index.parse_memory_mb",
+        cfg.index.parse_memory_mb,
+        "must be at least 16 (megabytes)",
     )
     _require(cfg.watch.debounce_ms >= 0, "watch.debounce_ms", cfg.watch.debounce_ms, "must be >= 0")
     _validate_toolbox(cfg)
