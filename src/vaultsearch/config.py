@@ -126,6 +126,9 @@ class ReportsConfig:
     """Vault-relative folder for create_rag_report; never indexed."""
     template: str = "basic"
     """The template used when none is named (template://current/schema)."""
+    render_timeout: float = 10.0
+    """Seconds a report's template may run; it is rendered in a process that is killed."""
+    max_output_bytes: int = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -363,6 +366,11 @@ def _validate_toolbox(cfg: Config) -> None:
             folder,
             "must be a folder inside the vault, e.g. 'rag-reports'",
         )
+    r = cfg.reports
+    _require(r.render_timeout > 0, "reports.render_timeout", r.render_timeout,
+             "must be a positive number of seconds")  # fmt: skip
+    _require(r.max_output_bytes > 0, "reports.max_output_bytes", r.max_output_bytes,
+             "must be a positive number of bytes")  # fmt: skip
     _require(bool(cfg.reports.template.strip()), "reports.template", cfg.reports.template,
              "must name a template, e.g. 'basic'")  # fmt: skip
 

@@ -20,9 +20,9 @@ import struct
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import IO, Any
 
+from vaultsearch._limits import MB, child_command, limit_address_space
 from vaultsearch.config import IndexConfig
 from vaultsearch.errors import FileUnreadableError
 from vaultsearch.models import ParsedNote
@@ -33,7 +33,6 @@ log = logging.getLogger("vaultsearch.parsebox")
 _HEADER = struct.Struct("<Q")
 _START_TIMEOUT = 120.0
 """A hang guard for the child's imports, not a budget: a cold disk can be slow."""
-MB = 1 << 20
 
 
 class ParseBox:
@@ -108,14 +107,7 @@ class ParseBox:
         if self._child is not None and self._child.poll() is None:
             return self._child
         self.close()
-        package_root = str(Path(__file__).resolve().parents[2])
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([package_root, *sys.path])}
-        argv = [
-            sys.executable,
-            "-m",
-            "vaultsearch.indexing.parsebox",
-            str(self.budget.parse_memory_mb),
-        ]
+        argv, env = child_command("vaultsearch.indexing.parsebox", str(self.budget.parse_memory_mb))
         try:
             child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         except OSError as exc:
@@ -189,22 +181,6 @@ def _read(fd: int, n: int, deadline: float) -> bytes:
 
 
 # --- the child ------------------------------------------------------------------------
-def _limit_memory(budget_mb: int) -> None:
-    """The budget is what parsing may add to the child as it stands after its imports."""
-    try:
-        import resource
-    except ImportError:  # Windows: the time budget still holds
-        return
-    with open("/proc/self/statm") as fh:
-        pages = int(fh.read().split()[0])
-    base = pages * os.sysconf("SC_PAGE_SIZE")
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    soft = base + budget_mb * MB
-    if hard != resource.RLIM_INFINITY:
-        soft = min(soft, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-
-
 def _serve(budget_mb: int) -> None:
     from vaultsearch.parsers import ParserRegistry, parse_content
     from vaultsearch.parsers.pdf import limit_decoding
@@ -213,10 +189,7 @@ def _serve(budget_mb: int) -> None:
     limit_decoding(budget_mb * MB)
     registry = ParserRegistry()
     parsers = {name: registry.instance(name) for name in registry.known_parsers()}
-    try:
-        _limit_memory(budget_mb)
-    except (OSError, ValueError) as exc:  # no /proc (macOS): the time budget still holds
-        log.debug("no memory limit for the parser process: %s", exc)
+    limit_address_space(budget_mb)
     out = sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print must not break the frames
     _send(out, ("ready", None))

@@ -21,6 +21,8 @@ from vaultsearch.errors import QueryError
 if TYPE_CHECKING:  # Jinja2 loads with the first template: an idle server never needs it
     from jinja2.sandbox import SandboxedEnvironment
 
+    from vaultsearch.config import ReportsConfig
+
 SHIPPED = Path(__file__).parent / "templates"
 SUFFIX = ".md.j2"
 OVERRIDES = Path(".vaultsearch") / "templates"
@@ -135,9 +137,16 @@ def info(vault_root: Path, name: str) -> TemplateInfo:
     return TemplateInfo(check_name(name), str(fm.get("description", "")), origin, variables)
 
 
-def render(vault_root: Path, name: str, variables: dict[str, Any]) -> str:
-    """The report text; missing required variables and template errors are refused in
-    one sentence naming them."""
+def render(
+    vault_root: Path,
+    name: str,
+    variables: dict[str, Any],
+    limits: ReportsConfig | None = None,
+) -> str:
+    """The report text; missing required variables, template errors and a template
+    over its time, memory or output budget are refused in one sentence naming them."""
+    from vaultsearch.reports.sandbox import render_in_child
+
     text, origin = source(vault_root, name)
     about = info(vault_root, name)
     missing = [v.name for v in about.variables if v.required and v.name not in variables]
@@ -146,12 +155,18 @@ def render(vault_root: Path, name: str, variables: dict[str, Any]) -> str:
             f"Template {about.name!r} needs the variable(s) {', '.join(missing)}; "
             "get_template_schema lists what each is."
         )
-    body = _FRONT.sub("", text, count=1)
-    import jinja2
+    if limits is None:
+        from vaultsearch.config import ReportsConfig
 
-    try:
-        return environment().from_string(body).render(**variables)
-    except jinja2.exceptions.SecurityError as exc:
-        raise QueryError(f"Template {about.name!r} ({origin}) is not allowed to: {exc}.") from None
-    except jinja2.TemplateError as exc:
-        raise QueryError(f"Template {about.name!r} ({origin}) failed: {exc}.") from None
+        limits = ReportsConfig()
+    rendered, refused = render_in_child(
+        _FRONT.sub("", text, count=1),
+        variables,
+        vault_root / OVERRIDES,
+        f"Template {about.name!r} ({origin})",
+        limits.render_timeout,
+        limits.max_output_bytes,
+    )
+    if rendered is None:
+        raise QueryError(refused or f"Template {about.name!r} ({origin}) was not rendered.")
+    return rendered
