@@ -282,3 +282,33 @@ def test_template_bombs_over_mcp_get_one_sentence_and_the_server_goes_on(
     finally:
         log = session.close()
     assert "Traceback" not in log
+
+
+def test_reading_a_template_evaluates_nothing_in_the_server(tmp_path: Path) -> None:
+    """The schema is read in the server's process, by Jinja's code generator, which
+    folds constant expressions: ``{{ "a" * 10 ** 10 }}`` took 10 GB there before any
+    render. Nothing may fold in the environment that reads templates."""
+    from jinja2 import nodes
+    from jinja2.nodes import EvalContext, Impossible
+
+    env = library.environment()
+    for expr in ("6 * 7", "-(6 ** 7)", '"a" | center(9)', "9 is divisibleby 3", '"a" ~ "b" * 3'):
+        output = env.parse("{{ " + expr + " }}").find(nodes.Output)
+        assert output is not None
+        with pytest.raises(Impossible):
+            output.nodes[0].as_const(EvalContext(env))
+    folder = tmp_path / ".vaultsearch" / "templates"
+    folder.mkdir(parents=True)
+    (folder / "mul.md.j2").write_text('{{ title }}{{ "a" * 10 ** 10 }}')
+    (folder / "deep.md.j2").write_text("{{ " + "(" * 3000 + "1" + ")" * 3000 + " }}")
+    (folder / "alias.md.j2").write_text(
+        "{#---\ndescription: &d [[a, b], [c]]\nvariables:\n  title: *d\nrequired: [title, *d]\n"
+        "---#}\n{{ title }}\n"
+    )
+    assert [v.name for v in library.info(tmp_path, "mul").variables] == ["title"]
+    with pytest.raises(QueryError, match=r"'deep' .* nests its expressions too deep"):
+        library.info(tmp_path, "deep")
+    alias = library.info(tmp_path, "alias").to_dict()
+    assert alias["description"] == "" and alias["variables"] == {
+        "title": {"description": "", "required": True}
+    }

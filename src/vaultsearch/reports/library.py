@@ -60,13 +60,28 @@ class TemplateInfo:
 
 @cache
 def environment() -> SandboxedEnvironment:
-    """Sandboxed: a template cannot reach Python internals (``__class__``, ``mro``...);
-    no autoescape, because the output is Markdown, not HTML."""
+    """For parsing only (rendering is ``reports.sandbox``'s, in a child process).
+
+    Jinja finds the variables a template uses with its code generator, which folds
+    constant expressions as it goes: ``{{ 2 ** 10 ** 10 }}`` or ``{{ "a" | center(10 **
+    9) }}`` would be computed here, in the server, before any render (it took 16 GB).
+    So every operator is intercepted and every filter and test takes the context, which
+    Jinja never folds; their names stay, so an unknown filter is still an error."""
+    from jinja2 import pass_context
     from jinja2.sandbox import SandboxedEnvironment
 
-    return SandboxedEnvironment(
+    @pass_context
+    def unfoldable(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    env = SandboxedEnvironment(
         autoescape=False, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True
     )
+    env.intercepted_binops = frozenset({"+", "-", "*", "/", "//", "%", "**"})
+    env.intercepted_unops = frozenset({"+", "-", "not"})
+    env.filters = dict.fromkeys(env.filters, unfoldable)
+    env.tests = dict.fromkeys(env.tests, unfoldable)
+    return env
 
 
 def check_name(name: str) -> str:
@@ -125,16 +140,27 @@ def info(vault_root: Path, name: str) -> TemplateInfo:
         raise QueryError(
             f"Template {name!r} ({origin}) line {exc.lineno}: {exc.message}."
         ) from None
+    except RecursionError:
+        raise QueryError(
+            f"Template {name!r} ({origin}) nests its expressions too deep to be read."
+        ) from None
+    # only strings are read from the front matter: a YAML alias bomb is cheap as long
+    # as nobody turns its shared lists into text
     raw = fm.get("variables")
-    described: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    required = set(fm.get("required") or [])
+    pairs = raw.items() if isinstance(raw, dict) else ()
+    described = {k: v if isinstance(v, str) else "" for k, v in pairs if isinstance(k, str)}
+    listed = fm.get("required")
+    required = {r for r in listed if isinstance(r, str)} if isinstance(listed, list) else set()
     order = [*described, *sorted(used - set(described))]
     variables = tuple(
-        Variable(v, str(described.get(v, "") or ""), v in required)
+        Variable(v, described.get(v, ""), v in required)
         for v in order
         if v in used or v in required
     )
-    return TemplateInfo(check_name(name), str(fm.get("description", "")), origin, variables)
+    description = fm.get("description")
+    return TemplateInfo(
+        check_name(name), description if isinstance(description, str) else "", origin, variables
+    )
 
 
 def render(
