@@ -20,6 +20,7 @@ import struct
 import subprocess
 import sys
 import time
+import warnings
 from typing import IO, Any
 
 from vaultsearch._limits import MB, child_command, limit_address_space
@@ -186,6 +187,7 @@ def _serve(budget_mb: int) -> None:
     from vaultsearch.parsers.pdf import limit_decoding
 
     logging.getLogger().addHandler(logging.NullHandler())  # the parent reports, not stderr
+    warnings.simplefilter("ignore")
     limit_decoding(budget_mb * MB)
     registry = ParserRegistry()
     parsers = {name: registry.instance(name) for name in registry.known_parsers()}
