@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -42,15 +43,15 @@ PDF_CASES: list[PdfCase] = [
         "issue 22: 17 KB, 100 pages share a 70 MB stream of text operators",
         lambda: shared_stream_pdf(100, 70, filler=b"(x) Tj\n"),
         {},
-        "skipped at a pypdf limit on page 1",
-        "parsing limit on page 1",
+        "skipped at a pypdf limit, or at index.parse_timeout",
+        "parsing limit on page 1|index.parse_timeout",
     ),
     (
         "15 KB, 100 pages share a 70 MB blank stream and their resources",
         lambda: shared_stream_pdf(100, 70),
         {},
-        "indexed, the shared page read once",
-        "",
+        "indexed (the shared page read once), or skipped at index.parse_timeout",
+        "|index.parse_timeout",
     ),
     (
         "27 KB, 100 pages share a 70 MB blank stream, each its own resources",
@@ -94,7 +95,7 @@ TEMPLATE_CASES: list[tuple[str, str, str]] = [
         "{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s | length }}",
         "needed more than 256 MB",
     ),
-    ("2 ** 10 ** 10", "{{ 2 ** 10 ** 10 }}", "256 MB|reports.render_timeout"),
+    ("2 ** (10 ** 10)", "{{ 2 ** (10 ** 10) }}", "256 MB|reports.render_timeout"),
     ('"a" * 10 ** 10', '{{ "a" * 10 ** 10 }}', "256 MB|reports.render_timeout"),
     ('"a" | center(10 ** 9)', '{{ "a" | center(10 ** 9) }}', "256 MB|max_output_bytes"),
     (
@@ -140,14 +141,15 @@ def pdf_rows(tmp: Path) -> list[dict[str, Any]]:
         notes, failures = catalog_view(index_dir) if not error else (set(), {})
         normal = set(NORMAL_WORDS.values()) <= notes
         reason = failures.get("bomb.pdf")
+        accepted = wanted.split("|")
         if error:
             observed, ok = f"index failed: {error}", False
         elif reason is None:
-            observed = f"indexed ({'bomb.pdf' in notes}) in {seconds:.1f} s"
-            ok = not wanted and "bomb.pdf" in notes and normal
+            observed = f"indexed: {'bomb.pdf' in notes}; index run {seconds:.1f} s"
+            ok = "" in accepted and "bomb.pdf" in notes and normal
         else:
-            observed = f"skipped in {seconds:.1f} s: {reason}"
-            ok = bool(wanted) and wanted in reason and normal
+            observed = f"skipped; index run {seconds:.1f} s: {reason}"
+            ok = any(w and w in reason for w in accepted) and normal
         if not normal:
             observed += "; normal notes missing"
         rows.append(
@@ -178,7 +180,7 @@ def template_rows(tmp: Path) -> list[dict[str, Any]]:
     Vault.open(root, index_dir=index_dir).index()
 
     rows = []
-    session = RawSession(root, index_dir, "--allow-writes", timeout=600)
+    session = RawSession(root, index_dir, "--allow-writes", timeout=600, memory_mb=8192)
     try:
         for n, (case, _, wanted) in enumerate(TEMPLATE_CASES):
             t0 = time.perf_counter()
@@ -194,7 +196,7 @@ def template_rows(tmp: Path) -> list[dict[str, Any]]:
                     "case": case,
                     "expected": "refused in one sentence; ping answered",
                     "observed": f"{'refused' if failed else 'WRITTEN'} in {seconds:.1f} s: "
-                    + text.split(": ", 1)[-1][:110],
+                    + re.sub(r"^Template 't\d+' \(\S+\) ", "", text)[:120],
                     "ok": failed and one and pong and any(w in text for w in wanted.split("|")),
                 }
             )

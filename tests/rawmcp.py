@@ -14,13 +14,31 @@ from typing import Any
 class RawSession:
     """``vaultsearch mcp`` over stdio, initialised; ``close`` returns its stderr."""
 
-    def __init__(self, root: Path, index_dir: Path, *extra: str, timeout: float = 300) -> None:
+    def __init__(
+        self,
+        root: Path,
+        index_dir: Path,
+        *extra: str,
+        timeout: float = 300,
+        memory_mb: int | None = None,
+    ) -> None:
+        """``memory_mb`` caps the server's address space: a regression then fails a
+        case instead of taking the machine's memory."""
         cmd = [sys.executable, "-m", "vaultsearch.cli", "mcp", str(root), "--index-dir"]
+
+        def cap() -> None:
+            if memory_mb is not None:
+                import resource
+
+                limit = memory_mb << 20
+                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
         self.proc = subprocess.Popen(
             [*cmd, str(index_dir), "--no-watch", *extra],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            preexec_fn=cap,
         )
         self.timeout = timeout
         """A hang guard far above any answer, not a bound on one."""

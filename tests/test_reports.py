@@ -225,7 +225,8 @@ def test_a_template_without_bounds_is_stopped_in_one_sentence(tmp_path: Path, bo
     (folder / "link.md.j2").symlink_to(tmp_path / "secret.md")
     body, expected = BOMBS[bomb]
     (folder / f"{bomb}.md.j2").write_text(body)
-    limits = ReportsConfig(render_timeout=2, max_output_bytes=1000)
+    # only the endless loop meets the deadline; the others have one far above their need
+    limits = ReportsConfig(render_timeout=2 if bomb == "range" else 600, max_output_bytes=1000)
     with pytest.raises(QueryError) as refused:
         library.render(tmp_path / "vault", bomb, {}, limits)
     message = refused.value.message
@@ -261,7 +262,7 @@ def test_template_bombs_over_mcp_get_one_sentence_and_the_server_goes_on(
     folder.mkdir(parents=True)
     write_normal_notes(root)
     (root / ".vaultsearch" / "config.toml").write_text("[reports]\nrender_timeout = 2\n")
-    bombs = ("range", "macro", "include-up", "doubling")
+    bombs = ("range", "macro", "include-up")
     for name in bombs:
         (folder / f"{name}.md.j2").write_text(BOMBS[name][0])
     Vault.open(root, index_dir=index_dir).index()

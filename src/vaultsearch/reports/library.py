@@ -138,7 +138,7 @@ def info(vault_root: Path, name: str) -> TemplateInfo:
         used = meta.find_undeclared_variables(environment().parse(text))
     except jinja2.TemplateSyntaxError as exc:
         raise QueryError(
-            f"Template {name!r} ({origin}) line {exc.lineno}: {exc.message}."
+            f"Template {name!r} ({origin}) line {exc.lineno}: {(exc.message or '').rstrip('.')}."
         ) from None
     except RecursionError:
         raise QueryError(

@@ -133,9 +133,9 @@ def _render(request: dict[str, Any]) -> dict[str, str]:
             "vault's .vaultsearch/templates/ folder can be."
         }
     except jinja2.exceptions.SecurityError as exc:
-        return {"error": f"is not allowed to: {exc}."}
+        return {"error": f"is not allowed to: {str(exc).rstrip('.')}."}
     except jinja2.TemplateError as exc:
-        return {"error": f"failed: {exc}."}
+        return {"error": f"failed: {str(exc).rstrip('.')}."}
     except RecursionError:
         return {
             "error": "calls itself without end (a macro that calls itself, or templates "
