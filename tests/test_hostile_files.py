@@ -68,6 +68,43 @@ def test_hostile_files_beside_normal_notes(tmp_path: Path, embedder: Embedder) -
     assert vault.status()["failed"] == failures
 
 
+def test_pdf_bombs_are_skipped_with_their_budget_and_the_batch_goes_on(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """Small PDFs whose pages share one huge content stream, beside normal notes and a
+    normal PDF: each bomb is skipped with a reason naming the budget it broke, the rest
+    is indexed and searchable, and the next run does not parse the bombs again. Each
+    run has one small budget; the other is a hang guard, so which budget a bomb meets
+    does not depend on the machine's speed."""
+    from tests.pdfs import make_pdf, shared_stream_pdf
+
+    root, index_dir = tmp_path / "vault", tmp_path / "index"
+    root.mkdir()
+    write_normal_notes(root)
+    (root / "energy.pdf").write_bytes(make_pdf([["Photovoltaic cells and sunlight."]]))
+    (root / "decode-bomb.pdf").write_bytes(shared_stream_pdf(100, 70))
+    small_memory = config_from_dict({"index": {"parse_memory_mb": 64, "parse_timeout": 600}})
+    summary = Vault.open(root, index_dir=index_dir, config=small_memory).index()
+    assert list(summary.failed) == ["decode-bomb.pdf"] and summary.added == 4
+    assert "index.parse_memory_mb (64 MB)" in summary.failed["decode-bomb.pdf"]
+
+    (root / "time-bomb.pdf").write_bytes(shared_stream_pdf(100, 10, own_resources=True))
+    short_time = config_from_dict({"index": {"parse_timeout": 3}})
+    vault = Vault.open(root, index_dir=index_dir, config=short_time)
+    summary = vault.index()
+    assert list(summary.failed) == ["time-bomb.pdf"] and summary.added == 0
+    assert "index.parse_timeout (3 s)" in summary.failed["time-bomb.pdf"]
+
+    notes, failures = catalog_view(index_dir)
+    assert notes == {*NORMAL_WORDS.values(), "energy.pdf"}
+    assert set(failures) == {"decode-bomb.pdf", "time-bomb.pdf"}
+    for word, path in {**NORMAL_WORDS, "photovoltaic": "energy.pdf"}.items():
+        assert [h.path for h in vault.search(word, mode="keyword")] == [path]
+    again = vault.index()
+    assert (again.added, again.updated, again.failed) == (0, 0, {})
+    assert vault.status()["failed"] == failures
+
+
 def test_a_nul_padded_note_survives_an_edit(tmp_path: Path, embedder: Embedder) -> None:
     root = tmp_path / "vault"
     root.mkdir()

@@ -6,9 +6,11 @@ import importlib.util
 
 import pytest
 
-from tests.pdfs import make_pdf
+from tests.pdfs import make_pdf, shared_stream_pdf
+from vaultsearch.config import IndexConfig
 from vaultsearch.errors import FileUnreadableError
 from vaultsearch.indexing.chunker import chunk_note
+from vaultsearch.indexing.parsebox import ParseBox
 from vaultsearch.parsers.pdf import PdfParser
 
 ENERGY = [
@@ -86,3 +88,54 @@ def test_a_pdf_without_text_is_indexed_empty_with_a_warning() -> None:
 def test_decoded_text_is_refused() -> None:
     with pytest.raises(FileUnreadableError, match="read from its bytes"):
         PdfParser().parse("x.pdf", "%PDF-1.4 ...")
+
+
+@pytest.mark.parametrize("own_resources", [False, True], ids=["shared", "own-resources"])
+def test_pages_sharing_one_content_stream_each_have_its_text(own_resources: bool) -> None:
+    """Pages that share content and resources are extracted once; the text of each is
+    still its own section, and pages with their own resources are read one by one."""
+    data = shared_stream_pdf(12 if own_resources else 40, 1, own_resources, "Shared words")
+    note = PdfParser().parse_bytes("shared.pdf", data)
+    pages = 12 if own_resources else 40
+    assert [s.page for s in note.sections] == list(range(1, pages + 1))
+    assert {note.text[s.start_char : s.end_char] for s in note.sections} == {"Shared words"}
+    assert note.warnings == ()
+
+
+def test_a_pdf_over_a_pypdf_limit_is_refused_whole() -> None:
+    """One failing page of a shared stream would fail again on every page: the file
+    is refused at the first, with the limit in the reason."""
+    import pypdf
+
+    limited = pypdf.apply_configuration(zlib_maximum_output_length=1_000_000)
+    refused = pytest.raises(FileUnreadableError, match=r"over a parsing limit on page 1 \(Limit")
+    with limited, refused:
+        PdfParser().parse_bytes("bomb.pdf", shared_stream_pdf(200, 3))
+
+
+def test_the_memory_budget_caps_what_a_stream_may_decode_to() -> None:
+    """In the parse box, a stream is held to a quarter of index.parse_memory_mb: a 16 KB
+    file whose 100 pages share a 70 MB stream is refused at once, naming the budget."""
+    bomb = shared_stream_pdf(100, 70)
+    assert len(bomb) < 20_000
+    with ParseBox(IndexConfig(parse_memory_mb=64, parse_timeout=600)) as box:
+        with pytest.raises(
+            FileUnreadableError, match=r"to 16 MB under index.parse_memory_mb \(64 MB\)"
+        ):
+            box.parse(PdfParser(), "bomb.pdf", "", bomb)
+        note = box.parse(PdfParser(), "energy.pdf", "", make_pdf(ENERGY))
+    assert "Photovoltaic" in note.text
+
+
+def test_a_parse_over_the_memory_budget_is_stopped_and_the_box_goes_on() -> None:
+    """Under the decoding cap, but millions of operators: the parse box's address-space
+    limit ends it with a MemoryError, the file is refused naming the budget, and a
+    fresh child parses the next file."""
+    from tests.pdfs import operator_pdf
+
+    with ParseBox(IndexConfig(parse_memory_mb=64, parse_timeout=600)) as box:
+        with pytest.raises(FileUnreadableError, match=r"more memory than index.parse_memory_mb"):
+            box.parse(PdfParser(), "ops.pdf", "", operator_pdf(3, 15))
+        note = box.parse(PdfParser(), "energy.pdf", "", make_pdf(ENERGY))
+        assert box.started == 2
+    assert "Photovoltaic" in note.text

@@ -178,3 +178,138 @@ def test_the_toolbox_config_keys_are_checked_and_reports_are_not_scanned(tmp_pat
         "a.md", "docs/out/r.md", "rag-reports/r.md",
     ]  # fmt: skip
     assert "rag-reports/r.md" not in Vault.open(root).manager().scan()
+
+
+BOMBS = {
+    "range": (
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+        "ran longer than reports.render_timeout (2 s) allows",
+    ),
+    "doubling": (
+        '{% set ns = namespace(s="ab") %}{% for i in range(40) %}'
+        "{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s | length }}",
+        "needed more than 256 MB to render",
+    ),
+    "macro": (
+        "{% macro down(n) %}{{ down(n + 1) }}{% endmacro %}{{ down(0) }}",
+        "calls itself without end",
+    ),
+    "self-include": ('{% include "self-include.md.j2" %}', "calls itself without end"),
+    "output": (
+        '{% for i in range(100000) %}{{ "x" * 100 }}{% endfor %}',
+        "wrote more than reports.max_output_bytes (1,000 bytes)",
+    ),
+    "include-up": (
+        '{% include "../../secret.md" %}',
+        "cannot include, import or extend '../../secret.md'",
+    ),
+    "import-absolute": (
+        '{% import "/etc/passwd" as p %}{{ p }}',
+        "cannot include, import or extend '/etc/passwd'",
+    ),
+    "extends-shipped": ('{% extends "basic.md.j2" %}', "cannot include, import or extend"),
+    "include-link": ('{% include "link.md.j2" %}', "cannot include, import or extend 'link.md.j2'"),
+}
+
+
+@pytest.mark.parametrize("bomb", list(BOMBS))
+def test_a_template_without_bounds_is_stopped_in_one_sentence(tmp_path: Path, bomb: str) -> None:
+    """Rendered in a child process with a deadline, a memory cap and an output cap,
+    and a loader of the vault's template folder only: each is refused with a sentence
+    naming what it ran into, and the next report renders."""
+    from vaultsearch.config import ReportsConfig
+
+    folder = tmp_path / "vault" / ".vaultsearch" / "templates"
+    folder.mkdir(parents=True)
+    (tmp_path / "secret.md").write_text("outside the vault\n")
+    (folder / "link.md.j2").symlink_to(tmp_path / "secret.md")
+    body, expected = BOMBS[bomb]
+    (folder / f"{bomb}.md.j2").write_text(body)
+    # only the endless loop meets the deadline; the others have one far above their need
+    limits = ReportsConfig(render_timeout=2 if bomb == "range" else 600, max_output_bytes=1000)
+    with pytest.raises(QueryError) as refused:
+        library.render(tmp_path / "vault", bomb, {}, limits)
+    message = refused.value.message
+    assert message.startswith(f"Template {bomb!r} (.vaultsearch/templates/{bomb}.md.j2) ")
+    assert expected in message and "\n" not in message and "Traceback" not in message
+    assert "outside the vault" not in message
+    done = library.render(tmp_path / "vault", "basic", {"title": "T", "answer": "A."}, limits)
+    assert done.startswith("# T\n")
+
+
+def test_a_template_includes_one_of_its_folder(tmp_path: Path) -> None:
+    folder = tmp_path / ".vaultsearch" / "templates"
+    folder.mkdir(parents=True)
+    (folder / "part.md.j2").write_text("part for {{ title }}\n")
+    (folder / "macros.md.j2").write_text("{% macro shout(x) %}{{ x | upper }}!{% endmacro %}")
+    (folder / "whole.md.j2").write_text(
+        '{% import "macros.md.j2" as m %}{{ m.shout(title) }}\n{% include "part.md.j2" %}'
+    )
+    assert library.render(tmp_path, "whole", {"title": "t"}) == "T!\npart for t\n"
+
+
+def test_template_bombs_over_mcp_get_one_sentence_and_the_server_goes_on(
+    tmp_path: Path, embedder: object
+) -> None:
+    """A real server over stdio: each bomb's call ends with one sentence, the log has
+    no traceback, and the same server then answers a ping, writes a report and searches."""
+    from tests.hostile_files import write_normal_notes
+    from tests.rawmcp import RawSession
+    from vaultsearch import Vault
+
+    root, index_dir = tmp_path / "vault", tmp_path / "index"
+    folder = root / ".vaultsearch" / "templates"
+    folder.mkdir(parents=True)
+    write_normal_notes(root)
+    (root / ".vaultsearch" / "config.toml").write_text("[reports]\nrender_timeout = 2\n")
+    bombs = ("range", "macro", "include-up")
+    for name in bombs:
+        (folder / f"{name}.md.j2").write_text(BOMBS[name][0])
+    Vault.open(root, index_dir=index_dir).index()
+
+    session = RawSession(root, index_dir, "--allow-writes")
+    try:
+        for name in bombs:
+            failed, text = session.call("create_rag_report", {"template": name, "variables": {}})
+            assert failed and text.startswith(f"Template {name!r} ("), text
+            assert BOMBS[name][1] in text and "\n" not in text.strip()
+        assert session.request("ping")["result"] == {}
+        failed, text = session.call(
+            "create_rag_report", {"variables": {"title": "After", "answer": "Plums."}}
+        )
+        assert not failed and (root / "rag-reports").is_dir(), text
+        failed, text = session.call("search", {"query": "plums", "mode": "keyword"})
+        assert not failed and "alpha.md" in text
+    finally:
+        log = session.close()
+    assert "Traceback" not in log
+
+
+def test_reading_a_template_evaluates_nothing_in_the_server(tmp_path: Path) -> None:
+    """The schema is read in the server's process, by Jinja's code generator, which
+    folds constant expressions: ``{{ "a" * 10 ** 10 }}`` took 10 GB there before any
+    render. Nothing may fold in the environment that reads templates."""
+    from jinja2 import nodes
+    from jinja2.nodes import EvalContext, Impossible
+
+    env = library.environment()
+    for expr in ("6 * 7", "-(6 ** 7)", '"a" | center(9)', "9 is divisibleby 3", '"a" ~ "b" * 3'):
+        output = env.parse("{{ " + expr + " }}").find(nodes.Output)
+        assert output is not None
+        with pytest.raises(Impossible):
+            output.nodes[0].as_const(EvalContext(env))
+    folder = tmp_path / ".vaultsearch" / "templates"
+    folder.mkdir(parents=True)
+    (folder / "mul.md.j2").write_text('{{ title }}{{ "a" * 10 ** 10 }}')
+    (folder / "deep.md.j2").write_text("{{ " + "(" * 3000 + "1" + ")" * 3000 + " }}")
+    (folder / "alias.md.j2").write_text(
+        "{#---\ndescription: &d [[a, b], [c]]\nvariables:\n  title: *d\nrequired: [title, *d]\n"
+        "---#}\n{{ title }}\n"
+    )
+    assert [v.name for v in library.info(tmp_path, "mul").variables] == ["title"]
+    with pytest.raises(QueryError, match=r"'deep' .* nests its expressions too deep"):
+        library.info(tmp_path, "deep")
+    alias = library.info(tmp_path, "alias").to_dict()
+    assert alias["description"] == "" and alias["variables"] == {
+        "title": {"description": "", "required": True}
+    }

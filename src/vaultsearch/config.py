@@ -44,6 +44,14 @@ class VaultConfig:
 
 
 @dataclass(frozen=True)
+class IndexConfig:
+    parse_timeout: float = 120.0
+    """Seconds one file may take to parse before it is skipped (the parser is stopped)."""
+    parse_memory_mb: int = 1024
+    """Memory one file's parse may add before it is skipped."""
+
+
+@dataclass(frozen=True)
 class ChunkingConfig:
     size: int = 1000
     overlap: int = 100
@@ -127,6 +135,9 @@ class ReportsConfig:
     """Vault-relative folder for create_rag_report; never indexed."""
     template: str = "basic"
     """The template used when none is named (template://current/schema)."""
+    render_timeout: float = 10.0
+    """Seconds a report's template may run; it is rendered in a process that is killed."""
+    max_output_bytes: int = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -149,6 +160,7 @@ class AnswerConfig:
 class Config:
     vault: VaultConfig = field(default_factory=VaultConfig)
     parsers: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_PARSER_MAP))
+    index: IndexConfig = field(default_factory=IndexConfig)
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     keyword: KeywordConfig = field(default_factory=KeywordConfig)
@@ -175,7 +187,7 @@ class Config:
 
 
 _SECTIONS = (
-    "vault", "chunking", "embedding", "keyword", "search", "watch", "sessions", "reports",
+    "vault", "index", "chunking", "embedding", "keyword", "search", "watch", "sessions", "reports",
     "writes", "answer",
 )  # fmt: skip
 _TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
@@ -313,6 +325,18 @@ def _validate(cfg: Config) -> None:
         cfg.vault.max_file_size,
         "must be a positive number of bytes",
     )
+    _require(
+        cfg.index.parse_timeout > 0,
+        "index.parse_timeout",
+        cfg.index.parse_timeout,
+        "must be a positive number of seconds",
+    )
+    _require(
+        cfg.index.parse_memory_mb >= 16,
+        "index.parse_memory_mb",
+        cfg.index.parse_memory_mb,
+        "must be at least 16 (megabytes)",
+    )
     _require(cfg.watch.debounce_ms >= 0, "watch.debounce_ms", cfg.watch.debounce_ms, "must be >= 0")
     _validate_toolbox(cfg)
     a = cfg.answer
@@ -355,6 +379,11 @@ def _validate_toolbox(cfg: Config) -> None:
             folder,
             "must be a folder inside the vault, e.g. 'rag-reports'",
         )
+    r = cfg.reports
+    _require(r.render_timeout > 0, "reports.render_timeout", r.render_timeout,
+             "must be a positive number of seconds")  # fmt: skip
+    _require(r.max_output_bytes > 0, "reports.max_output_bytes", r.max_output_bytes,
+             "must be a positive number of bytes")  # fmt: skip
     _require(bool(cfg.reports.template.strip()), "reports.template", cfg.reports.template,
              "must name a template, e.g. 'basic'")  # fmt: skip
 

@@ -31,6 +31,7 @@ from vaultsearch.errors import (
 from vaultsearch.indexing.changes import ChangePlan, FileText, describe_plan, plan_changes
 from vaultsearch.indexing.chunker import chunk_capped
 from vaultsearch.indexing.links import LinkResolver
+from vaultsearch.indexing.parsebox import ParseBox
 from vaultsearch.indexing.progress import Progress, SilentProgress, working_on
 from vaultsearch.indexing.scan import FileInfo, IgnoreRules, scan_paths
 from vaultsearch.indexing.sources import SourceScan, SourceSet, now_iso
@@ -186,6 +187,8 @@ class IndexManager:
             default_cache_dir(config.embedding.cache_dir), config.embedding.cache_size_mb * MB
         )
         self._sound_catalog: tuple[str, int, int] | None = None
+        self._box: ParseBox | None = None
+        """The child process that parses the files of the run in progress."""
 
     def use_sources(self, config: Config) -> None:
         """Another list of named sources (added or removed), keeping this manager's
@@ -526,6 +529,7 @@ class IndexManager:
         cancel stops between two model calls and commits the batches done."""
         self._reparse_moved_code(plan)
         self.progress.start(len(plan.changed) + len(plan.moved))
+        box = self._box = ParseBox(self.config.index)
         try:
             batches = [
                 plan.changed[i : i + BATCH_FILES] for i in range(0, len(plan.changed), BATCH_FILES)
@@ -541,6 +545,8 @@ class IndexManager:
                     break
             writer.commit(manifest, summary.to_dict())
         finally:
+            box.close()
+            self._box = None
             self.progress.finish()
 
     def _look(
@@ -728,7 +734,7 @@ class IndexManager:
         if self.sources.parser_for(path) is None:
             return "no parser for this file type"
         try:
-            note = self.sources.parse(path, ft.text, ft.data)
+            note = self.sources.parse(path, ft.text, ft.data, self._box)
             assert note is not None
             cfg = self.config.chunking
             chunks, capped = chunk_capped(note, cfg.size, cfg.overlap, cfg.max_chunks_per_note)

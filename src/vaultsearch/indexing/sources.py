@@ -21,6 +21,7 @@ import pathspec
 from vaultsearch.config import Config
 from vaultsearch.errors import VaultsearchError
 from vaultsearch.indexing.gitsource import GitSourceError, head_commit, sync_clone, tracked_files
+from vaultsearch.indexing.parsebox import ParseBox
 from vaultsearch.indexing.scan import (
     FileInfo,
     IgnoreRules,
@@ -89,14 +90,20 @@ class SourceSet:
         source, rel = self.split(path)
         return (self._parsers[source] if source else self._global).parser_for(rel)
 
-    def parse(self, path: str, text: str, data: bytes = b"") -> ParsedNote | None:
+    def parse(
+        self, path: str, text: str, data: bytes = b"", box: ParseBox | None = None
+    ) -> ParsedNote | None:
         """Parsed under the path inside its source (what titles, relative links and code
-        module names see), carrying its note id; ``data`` for binary parsers (PDF)."""
+        module names see), carrying its note id; ``data`` for binary parsers (PDF);
+        in ``box``, when given, under its time and memory budget."""
         source, rel = self.split(path)
         parser = self.parser_for(path)
         if parser is None:
             return None
-        note = parse_content(parser, rel, text, data)
+        if box is not None:
+            note = box.parse(parser, rel, text, data)
+        else:
+            note = parse_content(parser, rel, text, data)
         return replace(note, path=path) if source else note
 
     def root(self, source: SourceConfig) -> Path:

@@ -110,13 +110,13 @@ class ParserRegistry:
         rel = rel.removeprefix("./")
         for regex, name in self._rules:
             if regex.match(rel):
-                return self._instance(name)
+                return self.instance(name)
         return None
 
     def known_parsers(self) -> list[str]:
         return sorted(_FACTORIES)
 
-    def _instance(self, name: str) -> Parser:
+    def instance(self, name: str) -> Parser:
         if name not in self._instances:
             self._instances[name] = _FACTORIES[name]()
         return self._instances[name]

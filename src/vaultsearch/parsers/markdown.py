@@ -79,6 +79,8 @@ class MarkdownParser:
         meta, body_start = _read_frontmatter(text, warnings)
         try:
             found = self._scan(text, body_start)
+        except MemoryError:  # over the parse budget: the file is skipped, not half-read
+            raise
         except Exception as exc:  # one odd note must never stop indexing of the vault
             warnings.append(f"markdown structure not parsed: {type(exc).__name__}: {exc}")
             found = _Found()
@@ -290,6 +292,8 @@ def _read_frontmatter(text: str, warnings: list[str]) -> tuple[dict[str, Any], i
         where = f" (line {exc.problem_mark.line + 2})" if exc.problem_mark else ""
         warnings.append(f"invalid YAML frontmatter: {exc.problem or exc.context}{where}")
         return {}, match.end()
+    except MemoryError:
+        raise
     except Exception as exc:  # constructors raise plain ValueError, e.g. for 2023-13-45
         reason = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
         warnings.append(f"invalid YAML frontmatter: {reason}")

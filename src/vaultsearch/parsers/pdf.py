@@ -4,6 +4,11 @@ The text is what pypdf extracts from each page's text layer, pages joined by bla
 lines; line numbers refer to that text. A PDF that is encrypted with a password, or
 too damaged to open, raises ``FileUnreadableError`` with the reason, which indexing
 records as the file's failure (``vaultsearch status`` lists it) instead of crashing.
+
+A file that reaches one of pypdf's safety limits is refused whole: pages can share one
+content stream, and a 16 KB file whose 100 pages share a 70 MB stream would otherwise
+decode it, and fail, once per page. Pages that share their content and resources are
+extracted once for the same reason.
 """
 
 from __future__ import annotations
@@ -45,6 +50,35 @@ class PdfParser:
         return _note(path, pages, info)
 
 
+_OUTPUT_LIMITS = (
+    "zlib_maximum_output_length", "lzw_maximum_output_length", "run_length_maximum_output_length",
+    "jbig2_maximum_output_length", "brotli_maximum_output_length",
+    "array_based_stream_maximum_output_length", "maximum_declared_stream_length",
+    "image_maximum_buffer_size",
+)  # fmt: skip
+_decode_cap: tuple[int, int] | None = None
+"""(MB a stream may decode to, the memory budget in MB) in a parse box."""
+
+
+def limit_decoding(memory_bytes: int) -> None:
+    """Hold every stream pypdf decodes to a quarter of the memory budget (the decoded
+    bytes, the parsed operators and the text live side by side), where that is below
+    pypdf's own limits, so a stream too big for the budget fails as a limit with a
+    reason rather than as an allocation somewhere."""
+    global _decode_cap
+    import pypdf
+
+    cap = memory_bytes // 4
+    overwrite = getattr(pypdf, "overwrite_configuration", None)
+    if overwrite is None:  # an older pypdf: no configuration object, only its own limits
+        return
+    current = pypdf.get_configuration()
+    lower = {k: cap for k in _OUTPUT_LIMITS if hasattr(current, k) and getattr(current, k) > cap}
+    if lower:
+        overwrite(**lower)
+        _decode_cap = (cap >> 20, memory_bytes >> 20)
+
+
 def _open_without_password(reader: Any) -> None:
     """Many PDFs carry only an owner password (no printing, no copying) and open in any
     viewer with an empty user password: those are read."""
@@ -66,16 +100,29 @@ def _open_without_password(reader: Any) -> None:
 
 
 def _note(path: str, pages: list[Any], info: Any) -> ParsedNote:
+    from pypdf.errors import LimitReachedError
+
     parts: list[str] = []
     sections: list[Section] = []
     warnings: list[str] = []
+    seen: dict[tuple[Any, ...], str] = {}
     pos = line = 0
     for number, page in enumerate(pages, start=1):
+        key = _shared_key(page)
         try:
-            page_text = _clean(page.extract_text() or "")
+            if key is not None and key in seen:
+                page_text = seen[key]
+            else:
+                page_text = _clean(page.extract_text() or "")
+        except LimitReachedError as exc:
+            raise FileUnreadableError(_over_limit(number, exc)) from None
+        except MemoryError:
+            raise
         except Exception as exc:  # one bad page must not lose the others
             warnings.append(f"page {number}: text not extracted ({_short(exc)})")
             page_text = ""
+        if key is not None:
+            seen[key] = page_text
         if parts:
             parts.append(_PAGE_GAP)
             pos += len(_PAGE_GAP)
@@ -100,6 +147,41 @@ def _note(path: str, pages: list[Any], info: Any) -> ParsedNote:
         warnings=tuple(warnings),
         kind="pdf",
     )
+
+
+def _shared_key(page: Any) -> tuple[Any, ...] | None:
+    """What a page's text depends on, when its content is a shared object: the content
+    reference(s), the resources (a reference, or the text of a page's own dictionary)
+    and the rotation. None when the content is the page's own, as nothing can repeat."""
+    from pypdf.generic import ArrayObject, IndirectObject
+
+    try:
+        contents = page.raw_get("/Contents")
+        if isinstance(contents, IndirectObject):
+            refs: tuple[Any, ...] = ((contents.idnum, contents.generation),)
+        elif isinstance(contents, ArrayObject) and all(
+            isinstance(c, IndirectObject) for c in contents
+        ):
+            refs = tuple((c.idnum, c.generation) for c in contents)
+        else:
+            return None
+        resources = page.raw_get("/Resources") if "/Resources" in page else None
+        res_key = (
+            (resources.idnum, resources.generation)
+            if isinstance(resources, IndirectObject)
+            else repr(resources)
+        )
+        return (refs, res_key, repr(page.get("/Rotate")))
+    except Exception:  # a key only saves work: without one the page is read as usual
+        return None
+
+
+def _over_limit(number: int, exc: BaseException) -> str:
+    reason = _short(exc).rstrip(".")
+    if _decode_cap is not None:
+        cap, budget = _decode_cap
+        reason += f"; a stream may decode to {cap} MB under index.parse_memory_mb ({budget} MB)"
+    return f"PDF over a parsing limit on page {number} ({reason}); skipped."
 
 
 def _clean(text: str) -> str:

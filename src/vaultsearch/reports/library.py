@@ -21,6 +21,8 @@ from vaultsearch.errors import QueryError
 if TYPE_CHECKING:  # Jinja2 loads with the first template: an idle server never needs it
     from jinja2.sandbox import SandboxedEnvironment
 
+    from vaultsearch.config import ReportsConfig
+
 SHIPPED = Path(__file__).parent / "templates"
 SUFFIX = ".md.j2"
 OVERRIDES = Path(".vaultsearch") / "templates"
@@ -58,13 +60,28 @@ class TemplateInfo:
 
 @cache
 def environment() -> SandboxedEnvironment:
-    """Sandboxed: a template cannot reach Python internals (``__class__``, ``mro``...);
-    no autoescape, because the output is Markdown, not HTML."""
+    """For parsing only (rendering is ``reports.sandbox``'s, in a child process).
+
+    Jinja finds the variables a template uses with its code generator, which folds
+    constant expressions as it goes: ``{{ 2 ** 10 ** 10 }}`` or ``{{ "a" | center(10 **
+    9) }}`` would be computed here, in the server, before any render (it took 16 GB).
+    So every operator is intercepted and every filter and test takes the context, which
+    Jinja never folds; their names stay, so an unknown filter is still an error."""
+    from jinja2 import pass_context
     from jinja2.sandbox import SandboxedEnvironment
 
-    return SandboxedEnvironment(
+    @pass_context
+    def unfoldable(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    env = SandboxedEnvironment(
         autoescape=False, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True
     )
+    env.intercepted_binops = frozenset({"+", "-", "*", "/", "//", "%", "**"})
+    env.intercepted_unops = frozenset({"+", "-", "not"})
+    env.filters = dict.fromkeys(env.filters, unfoldable)
+    env.tests = dict.fromkeys(env.tests, unfoldable)
+    return env
 
 
 def check_name(name: str) -> str:
@@ -121,23 +138,41 @@ def info(vault_root: Path, name: str) -> TemplateInfo:
         used = meta.find_undeclared_variables(environment().parse(text))
     except jinja2.TemplateSyntaxError as exc:
         raise QueryError(
-            f"Template {name!r} ({origin}) line {exc.lineno}: {exc.message}."
+            f"Template {name!r} ({origin}) line {exc.lineno}: {(exc.message or '').rstrip('.')}."
         ) from None
+    except RecursionError:
+        raise QueryError(
+            f"Template {name!r} ({origin}) nests its expressions too deep to be read."
+        ) from None
+    # only strings are read from the front matter: a YAML alias bomb is cheap as long
+    # as nobody turns its shared lists into text
     raw = fm.get("variables")
-    described: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    required = set(fm.get("required") or [])
+    pairs = raw.items() if isinstance(raw, dict) else ()
+    described = {k: v if isinstance(v, str) else "" for k, v in pairs if isinstance(k, str)}
+    listed = fm.get("required")
+    required = {r for r in listed if isinstance(r, str)} if isinstance(listed, list) else set()
     order = [*described, *sorted(used - set(described))]
     variables = tuple(
-        Variable(v, str(described.get(v, "") or ""), v in required)
+        Variable(v, described.get(v, ""), v in required)
         for v in order
         if v in used or v in required
     )
-    return TemplateInfo(check_name(name), str(fm.get("description", "")), origin, variables)
+    description = fm.get("description")
+    return TemplateInfo(
+        check_name(name), description if isinstance(description, str) else "", origin, variables
+    )
 
 
-def render(vault_root: Path, name: str, variables: dict[str, Any]) -> str:
-    """The report text; missing required variables and template errors are refused in
-    one sentence naming them."""
+def render(
+    vault_root: Path,
+    name: str,
+    variables: dict[str, Any],
+    limits: ReportsConfig | None = None,
+) -> str:
+    """The report text; missing required variables, template errors and a template
+    over its time, memory or output budget are refused in one sentence naming them."""
+    from vaultsearch.reports.sandbox import render_in_child
+
     text, origin = source(vault_root, name)
     about = info(vault_root, name)
     missing = [v.name for v in about.variables if v.required and v.name not in variables]
@@ -146,12 +181,18 @@ def render(vault_root: Path, name: str, variables: dict[str, Any]) -> str:
             f"Template {about.name!r} needs the variable(s) {', '.join(missing)}; "
             "get_template_schema lists what each is."
         )
-    body = _FRONT.sub("", text, count=1)
-    import jinja2
+    if limits is None:
+        from vaultsearch.config import ReportsConfig
 
-    try:
-        return environment().from_string(body).render(**variables)
-    except jinja2.exceptions.SecurityError as exc:
-        raise QueryError(f"Template {about.name!r} ({origin}) is not allowed to: {exc}.") from None
-    except jinja2.TemplateError as exc:
-        raise QueryError(f"Template {about.name!r} ({origin}) failed: {exc}.") from None
+        limits = ReportsConfig()
+    rendered, refused = render_in_child(
+        _FRONT.sub("", text, count=1),
+        variables,
+        vault_root / OVERRIDES,
+        f"Template {about.name!r} ({origin})",
+        limits.render_timeout,
+        limits.max_output_bytes,
+    )
+    if rendered is None:
+        raise QueryError(refused or f"Template {about.name!r} ({origin}) was not rendered.")
+    return rendered

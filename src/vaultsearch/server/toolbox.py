@@ -177,7 +177,7 @@ class SessionTools:
                 values["sources"] = cite(values["sources"], self._read_lines)
             now = datetime.now(UTC)
             values["generated_at"] = now.isoformat(timespec="seconds")
-            text = library.render(self.vault.root, name, values)
+            text = library.render(self.vault.root, name, values, config)
             title = str(values.get("title") or name)
             rel = write_report(
                 self.vault.root,

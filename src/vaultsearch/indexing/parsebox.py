@@ -1,0 +1,221 @@
+"""Parsing in a child process with a time and memory budget per file.
+
+A parser runs on whatever a vault holds, and a few kilobytes can ask for minutes or
+gigabytes (a PDF whose pages share one huge content stream). Such work cannot be
+stopped inside the indexing process: a thread cannot be killed and a memory limit
+would cover the model and the indexes too. So one child process parses every file of
+an index run, with an address-space limit (``RLIMIT_AS``) on top of what it needs to
+start, and is killed when a file takes longer than ``index.parse_timeout``; the file is
+skipped with a reason naming the budget, and the next file gets a fresh child.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import select
+import signal
+import struct
+import subprocess
+import sys
+import time
+import warnings
+from typing import IO, Any
+
+from vaultsearch._limits import MB, child_command, limit_address_space
+from vaultsearch.config import IndexConfig
+from vaultsearch.errors import FileUnreadableError
+from vaultsearch.models import ParsedNote
+from vaultsearch.parsers import Parser, parse_content
+
+log = logging.getLogger("vaultsearch.parsebox")
+
+_HEADER = struct.Struct("<Q")
+_START_TIMEOUT = 120.0
+"""A hang guard for the child's imports, not a budget: a cold disk can be slow."""
+
+
+class ParseBox:
+    """One child at a time, started on the first file and again after one is killed.
+
+    Where no child can be started (an interpreter that may not run itself again, as in
+    some sandboxes), files are parsed in this process without a budget, with a warning
+    in the log: indexing without the budget beats indexing nothing.
+    """
+
+    def __init__(self, budget: IndexConfig) -> None:
+        self.budget = budget
+        self._child: subprocess.Popen[bytes] | None = None
+        self._unavailable = False
+        self.started = 0
+        """Children started (one per run, plus one after each file that was over)."""
+
+    def parse(self, parser: Parser, path: str, text: str, data: bytes) -> ParsedNote:
+        """The parsed note, or ``FileUnreadableError`` with the reason the file is skipped."""
+        child = None if self._unavailable else self._ready()
+        if child is None:
+            return parse_content(parser, path, text, data)
+        request = (parser.name, path, text, data)
+        try:
+            _send(child.stdin, request)
+        except OSError:
+            self.close()  # it died between two files: one more try in a new child
+            child = self._ready()
+            if child is None:
+                return parse_content(parser, path, text, data)
+            _send(child.stdin, request)
+        deadline = time.monotonic() + self.budget.parse_timeout
+        try:
+            kind, value = _receive(child.stdout, deadline)
+        except TimeoutError:
+            self.close()
+            raise FileUnreadableError(
+                f"parsing took longer than index.parse_timeout ({self.budget.parse_timeout:g} s) "
+                "allows; skipped."
+            ) from None
+        except EOFError:
+            code = self._reap()
+            raise FileUnreadableError(_death(code, self.budget)) from None
+        if kind == "ok":
+            note: ParsedNote = value
+            return note
+        if kind == "memory":
+            self._reap()
+            raise FileUnreadableError(_over_memory(self.budget))
+        if kind == "unreadable":
+            raise FileUnreadableError(value)
+        raise FileUnreadableError(f"parser error: {value}")
+
+    def close(self) -> None:
+        child, self._child = self._child, None
+        if child is None:
+            return
+        if child.poll() is None:
+            child.kill()
+        child.wait()
+        for stream in (child.stdin, child.stdout):
+            if stream is not None:
+                stream.close()
+
+    def __enter__(self) -> ParseBox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _ready(self) -> subprocess.Popen[bytes] | None:
+        if self._child is not None and self._child.poll() is None:
+            return self._child
+        self.close()
+        argv, env = child_command("vaultsearch.indexing.parsebox", str(self.budget.parse_memory_mb))
+        try:
+            child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        except OSError as exc:
+            self._without_child(str(exc))
+            return None
+        self._child = child
+        self.started += 1
+        try:
+            kind, _ = _receive(child.stdout, time.monotonic() + _START_TIMEOUT)
+        except (TimeoutError, EOFError):
+            self.close()
+            self._without_child("it did not start")
+            return None
+        assert kind == "ready"
+        return child
+
+    def _without_child(self, why: str) -> None:
+        self._unavailable = True
+        log.warning("files are parsed without index.parse_* budgets: the parser process: %s", why)
+
+    def _reap(self) -> int | None:
+        child = self._child
+        code = child.wait(timeout=30) if child is not None else None
+        self.close()
+        return code
+
+
+def _over_memory(budget: IndexConfig) -> str:
+    return (
+        f"parsing needed more memory than index.parse_memory_mb ({budget.parse_memory_mb} MB) "
+        "allows; skipped."
+    )
+
+
+def _death(code: int | None, budget: IndexConfig) -> str:
+    if code is not None and code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+        if -code == signal.SIGKILL:  # the kernel's answer to an allocation it cannot give
+            return _over_memory(budget)
+        return f"the parser process died ({name}) on this file; skipped."
+    return f"the parser process stopped (exit {code}) on this file; skipped."
+
+
+def _send(stream: IO[bytes] | None, message: Any) -> None:
+    assert stream is not None
+    body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(body)) + body)
+    stream.flush()
+
+
+def _receive(stream: IO[bytes] | None, deadline: float) -> tuple[str, Any]:
+    assert stream is not None
+    fd = stream.fileno()
+    (size,) = _HEADER.unpack(_read(fd, _HEADER.size, deadline))
+    message: tuple[str, Any] = pickle.loads(_read(fd, size, deadline))
+    return message
+
+
+def _read(fd: int, n: int, deadline: float) -> bytes:
+    parts: list[bytes] = []
+    while n:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise TimeoutError
+        part = os.read(fd, min(n, 1 << 20))
+        if not part:
+            raise EOFError
+        parts.append(part)
+        n -= len(part)
+    return b"".join(parts)
+
+
+# --- the child ------------------------------------------------------------------------
+def _serve(budget_mb: int) -> None:
+    from vaultsearch.parsers import ParserRegistry, parse_content
+    from vaultsearch.parsers.pdf import limit_decoding
+
+    logging.getLogger().addHandler(logging.NullHandler())  # the parent reports, not stderr
+    warnings.simplefilter("ignore")
+    limit_decoding(budget_mb * MB)
+    registry = ParserRegistry()
+    parsers = {name: registry.instance(name) for name in registry.known_parsers()}
+    limit_address_space(budget_mb)
+    out = sys.stdout.buffer
+    sys.stdout = sys.stderr  # a stray print must not break the frames
+    _send(out, ("ready", None))
+    stdin = sys.stdin.buffer
+    while True:
+        header = stdin.read(_HEADER.size)
+        if len(header) < _HEADER.size:
+            return
+        try:
+            name, path, text, data = pickle.loads(stdin.read(_HEADER.unpack(header)[0]))
+            reply: tuple[str, Any] = ("ok", parse_content(parsers[name], path, text, data))
+        except MemoryError:
+            reply = ("memory", None)
+        except FileUnreadableError as exc:
+            reply = ("unreadable", exc.message)
+        except Exception as exc:
+            reply = ("error", f"{type(exc).__name__}: {exc}")
+        try:
+            _send(out, reply)
+        except MemoryError:
+            _send(out, ("memory", None))
+        if reply[0] == "memory":
+            return  # a MemoryError can leave any object half-built: start afresh
+
+
+if __name__ == "__main__":
+    _serve(int(sys.argv[1]))
