@@ -207,7 +207,11 @@ def test_host_and_origin_must_name_this_server_exactly_and_bodies_are_bounded(
         )
         huge = b'{"jsonrpc": "2.0", "id": 42, "x": "' + b"a" * (5 * 1024 * 1024) + b'"}'
         r = httpx2.post(f"{base}/mcp", content=huge, headers=headers, timeout=30)
-        assert r.status_code == 413 and r.json()["id"] == 42 and r.json()["error"]["code"] == -32600
+        assert r.status_code == 413 and r.json()["error"]["code"] == -32600
+        assert r.json()["id"] is None  # refused from Content-Length alone: nothing was read
+        chunks = iter([huge[:100_000], huge[100_000:]])  # no Content-Length: read to the limit
+        r = httpx2.post(f"{base}/mcp", content=chunks, headers=headers, timeout=30)
+        assert r.status_code == 413 and r.json()["id"] == 42
         r = httpx2.post(f"{base}/query_documents", content=deep, headers=headers, timeout=30)
         assert r.status_code == 400 and "deeper than 64" in r.json()["error"]
         r = httpx2.post(f"{base}/query_documents", content=huge, headers=headers, timeout=30)

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from vaultsearch.server.jsonlimits import (
-    ID_WINDOW,
     depth_sentence,
     recover_id,
     size_sentence,
@@ -41,9 +40,8 @@ class BodyGuard:
             return
         limit = self.limit()
         declared = _declared_length(scope)
-        if declared is not None and declared > limit:
-            head = await _head(receive) if scope["path"].startswith(MCP_PATH) else b""
-            await _refuse(scope, send, 413, size_sentence(declared, limit), head)
+        if declared is not None and declared > limit:  # unread, so no id: null
+            await _refuse(scope, send, 413, size_sentence(declared, limit), b"")
             return
         body = bytearray()
         tail: Message | None = None
@@ -70,19 +68,6 @@ class BodyGuard:
             return replay.pop(0) if replay else await receive()
 
         await self.app(scope, replayed, send)
-
-
-async def _head(receive: Receive) -> bytes:
-    """The first ``ID_WINDOW`` bytes or so, where a JSON-RPC request's id stands."""
-    head = b""
-    while len(head) < ID_WINDOW:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        head += message.get("body", b"")
-        if not message.get("more_body", False):
-            break
-    return head
 
 
 def _declared_length(scope: Scope) -> int | None:
