@@ -621,3 +621,15 @@ def test_a_plain_path_git_source_clones_then_follows_new_commits(tmp_path: Path)
     second = sync_clone(str(bare), "", clone)
     assert second != first and second == git(work, "rev-parse", "HEAD").strip()
     assert "plums" in (clone / "index.md").read_text()
+
+
+@pytest.mark.parametrize("url", ["fd::3", "ext::sh -c touch% pwned", "git://127.0.0.1:9/x"])
+def test_git_itself_refuses_other_transports(tmp_path: Path, url: str) -> None:
+    """The second wall, for a value that got past the checks: protocol.allow=never."""
+    from vaultsearch.indexing.gitsource import GitSourceError
+    from vaultsearch.indexing.gitsource import git as run_git
+
+    scheme = url.split(":")[0]
+    with pytest.raises(GitSourceError, match=f"transport '{scheme}' not allowed"):
+        run_git(["clone", "--quiet", "--", url, str(tmp_path / "clone")])
+    assert [p for p in tmp_path.rglob("pwned*")] == []
