@@ -262,3 +262,35 @@ def test_fifty_hostile_lines_never_deafen_the_stdio_server(
         proc.stdin.close()
         proc.wait(60)
     assert b"Traceback" not in (proc.stderr.read() if proc.stderr else b"")
+
+
+@pytest.mark.parametrize(
+    ("raw", "depth"),
+    [
+        (b"{}", 1),
+        (b'{"a": [[1], {"b": []}]}', 4),
+        (b'{"a": "[[[[{{{{"}', 1),
+        (b'{"a": "\\"[[[", "b": [1]}', 2),
+        (b'["\\\\", [2]]', 2),
+        (b"[" * 100_000, 100_000),
+        (b"plain", 0),
+    ],
+)
+def test_nesting_is_counted_from_bytes_outside_strings(raw: bytes, depth: int) -> None:
+    from vaultsearch.server.jsonlimits import nesting_depth
+
+    assert nesting_depth(raw) == depth
+
+
+def test_too_deep_and_too_long_lines_carry_their_id() -> None:
+    from vaultsearch.server.pipe import TooLong
+
+    deep = b'{"jsonrpc": "2.0", "params": {"id": 1, "q": ' + b"[" * 70 + b"]" * 70 + b'}, "id": 7}'
+    _, error = screen_line(deep)
+    reply = json.loads(error or "")
+    assert (reply["id"], reply["error"]["code"]) == (7, PARSE_ERROR)
+    assert "deeper than 64" in reply["error"]["message"]
+    _, error = screen_line(TooLong(b'{"id": "r-1", "jsonrpc": "2.0", "x": "aaa', 9_000_000))
+    reply = json.loads(error or "")
+    assert (reply["id"], reply["error"]["code"]) == ("r-1", INVALID_REQUEST)
+    assert "9,000,000 bytes" in reply["error"]["message"]
