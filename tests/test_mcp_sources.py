@@ -227,12 +227,14 @@ def test_a_hostile_branch_is_refused_over_mcp_and_never_runs(
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "vaultsearch.cli", "mcp", str(vault), "--no-watch"],
-        env=dict(os.environ),
-        cwd=str(tmp_path),
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")},
+        cwd=str(tmp_path),  # where a command run by the branch would leave its file
     )
 
     async def session() -> None:
-        async with Client(params, read_timeout_seconds=60) as c:
+        async with Client(params, mode="legacy", read_timeout_seconds=60) as c:
+            listed = data(await c.call_tool("list_sources", {}))["sources"]  # config is read
+            assert {r["name"]: r.get("branch") for r in listed}["lib"] == "main"
             managed.write_text(
                 managed.read_text().replace(
                     '"main"', '"--upload-pack=touch pwned; git-upload-pack"'

@@ -566,7 +566,8 @@ def test_a_hostile_branch_in_the_sources_file_never_runs(tmp_path: Path, embedde
     for _ in range(2):
         done = subprocess.run(
             [sys.executable, "-m", "vaultsearch.cli", "index", str(vault.root)],
-            cwd=tmp_path,
+            cwd=tmp_path,  # where a command run by the branch would leave its file
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")},
             capture_output=True,
             text=True,
             check=False,
