@@ -122,7 +122,7 @@ def test_the_port_is_chosen_upward_when_taken() -> None:
 
 
 def test_the_page_loads_and_foreign_requests_are_refused() -> None:
-    client = TestClient(assemble([], bind="127.0.0.1"), base_url="http://127.0.0.1:3456")
+    client = TestClient(assemble([], bind="127.0.0.1", port=3456), base_url="http://127.0.0.1:3456")
     page = client.get("/")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     assert 'src="assets/app.js"' in page.text and "https://" not in page.text
@@ -141,7 +141,7 @@ def test_the_page_loads_and_foreign_requests_are_refused() -> None:
 
 
 def test_beyond_loopback_data_needs_the_token_but_the_page_does_not() -> None:
-    app = assemble([], bind="0.0.0.0", token="s3cret")
+    app = assemble([], bind="0.0.0.0", port=3456, token="s3cret")
     client = TestClient(app, base_url="http://127.0.0.1:3456")
     assert client.get("/").status_code == 200
     assert client.get("/assets/app.css").status_code == 200

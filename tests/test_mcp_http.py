@@ -153,3 +153,86 @@ def test_the_token_comes_from_the_environment_on_any_bind(monkeypatch: pytest.Mo
     monkeypatch.setenv(TOKEN_ENV, "s3cret")
     assert server_token("127.0.0.1") == server_token("192.168.1.5")
     assert server_token("::1") is not None and not server_token("::1").generated  # type: ignore[union-attr]
+
+
+def test_host_and_origin_must_name_this_server_exactly_and_bodies_are_bounded(
+    tmp_path_factory: pytest.TempPathFactory, embedder: object
+) -> None:
+    """Issue 22: Host was a prefix match and any loopback port passed as Origin. On /mcp
+    and the REST routes of one server: only this server's own host and port pass; a
+    deep or oversized body gets a JSON-RPC error on /mcp and a 4xx sentence on REST;
+    a session works afterwards."""
+    import httpx2
+
+    root, index_dir = make_vault(tmp_path_factory.mktemp("mcp-http-exact"), index=True)
+    port = free_port()
+    other = free_port()
+    args = server_args(root, index_dir, "--no-watch", "--http", "--port", str(port))
+    base = f"http://127.0.0.1:{port}"
+    accept = {"accept": "application/json, text/event-stream"}
+    with http_server(args, port) as served:
+
+        def mcp(**headers: str) -> int:
+            return httpx2.post(
+                f"{base}/mcp", json=INIT, headers={**accept, **headers}, timeout=30
+            ).status_code
+
+        def rest(**headers: str) -> int:
+            return httpx2.post(
+                f"{base}/cancel-indexing", json={}, headers=headers, timeout=30
+            ).status_code
+
+        for ask in (mcp, rest):
+            assert ask() == 200
+            assert ask(host=f"127.0.0.1:{port}.evil.com") == 421
+            assert ask(host=f"127.0.0.1:{other}") == 421
+            assert ask(host="127.0.0.1") == 421
+            assert ask(origin=f"http://127.0.0.1:{other}") == 403
+            assert ask(origin=f"http://localhost:{other}") == 403
+            assert ask(origin=f"http://127.0.0.1:{port}.evil.com") == 403
+            assert ask(origin=f"https://127.0.0.1:{port}") == 403
+            assert ask(origin=f"http://127.0.0.1:{port}") == 200
+            assert ask(origin=f"http://localhost:{port}", host=f"localhost:{port}") == 200
+        assert (
+            httpx2.get(f"{base}/status", headers={"host": f"localhost:{port}.x"}).status_code == 421
+        )
+
+        deep = b'{"jsonrpc": "2.0", "id": 41, "method": "tools/call", "params": {"name": "search", '
+        deep += b'"arguments": {"query": ' + b"[" * 5000 + b"]" * 5000 + b"}}}"
+        headers = {**accept, "content-type": "application/json"}
+        r = httpx2.post(f"{base}/mcp", content=deep, headers=headers, timeout=30)
+        assert r.status_code == 400 and r.json()["id"] == 41
+        assert (
+            r.json()["error"]["code"] == -32700 and "deeper than 64" in r.json()["error"]["message"]
+        )
+        huge = b'{"jsonrpc": "2.0", "id": 42, "x": "' + b"a" * (5 * 1024 * 1024) + b'"}'
+        r = httpx2.post(f"{base}/mcp", content=huge, headers=headers, timeout=30)
+        assert r.status_code == 413 and r.json()["error"]["code"] == -32600
+        assert r.json()["id"] is None  # refused from Content-Length alone: nothing was read
+        chunks = iter([huge[:100_000], huge[100_000:]])  # no Content-Length: read to the limit
+        r = httpx2.post(f"{base}/mcp", content=chunks, headers=headers, timeout=30)
+        assert r.status_code == 413 and r.json()["id"] == 42
+        r = httpx2.post(f"{base}/query_documents", content=deep, headers=headers, timeout=30)
+        assert r.status_code == 400 and "deeper than 64" in r.json()["error"]
+        r = httpx2.post(f"{base}/query_documents", content=huge, headers=headers, timeout=30)
+        assert r.status_code == 413 and "over the limit" in r.json()["error"]
+
+        async def session() -> None:
+            async with Client(f"{base}/mcp", read_timeout_seconds=60) as c:
+                hits = data(await c.call_tool("search", {"query": "hornworms", "mode": "keyword"}))
+                assert hits["hits"][0]["path"] == "garden/Tomatoes.md"
+
+        anyio.run(session)
+    assert served.code == 0 and b"Traceback" not in served.err
+
+
+def test_allowed_hosts_name_the_port() -> None:
+    from vaultsearch.server.http import security_settings
+
+    s = security_settings("127.0.0.1", 8765, ["notes.lan", "proxy.lan:8443", "::1"])
+    assert "127.0.0.1:8765" in s.allowed_hosts and "localhost:8765" in s.allowed_hosts
+    assert not any(h.endswith(":*") for h in [*s.allowed_hosts, *s.allowed_origins])
+    assert "127.0.0.1" not in s.allowed_hosts and "http://127.0.0.1" not in s.allowed_origins
+    assert {"notes.lan", "notes.lan:8765", "proxy.lan:8443", "[::1]:8765"} <= set(s.allowed_hosts)
+    assert "proxy.lan" not in s.allowed_hosts and "https://proxy.lan:8443" in s.allowed_origins
+    assert "https://notes.lan" in s.allowed_origins

@@ -62,6 +62,20 @@ async def until_found(c: Client, word: str) -> bool:
     return False
 
 
+async def _noop(progress: float, total: float | None, message: str | None) -> None:
+    pass
+
+
+async def until_done(c: Client) -> None:
+    """Wait (up to 60 s, a hang guard) until no index run is going or asked for."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        progress = data(await c.call_tool("index_status", {}))["progress"]
+        if progress["state"] == "done":
+            return
+        await anyio.sleep(0.2)
+
+
 def test_source_tools_in_one_session(served: dict[str, Path], tmp_path: Path) -> None:
     params = StdioServerParameters(
         command=sys.executable,
@@ -193,3 +207,48 @@ def test_passages_of_a_pdf_and_of_a_source_file_can_be_cited(
             )
 
     anyio.run(session)
+
+
+def test_a_hostile_branch_is_refused_over_mcp_and_never_runs(
+    tmp_path: Path, embedder: object
+) -> None:
+    """A running server whose sources.toml is edited by hand: reload_config refuses the
+    new branch with one sentence, the source is re-indexed from the branch it had, and
+    no command the value carried has run."""
+    _, bare = make_repo(tmp_path / "repo", LIB)
+    vault = write_files(tmp_path / "vault", {"Home.md": "# Home\n\nApples and cherries.\n"})
+    managed = vault / ".vaultsearch" / "sources.toml"
+    managed.parent.mkdir()
+    managed.write_text(
+        f'[[sources]]\nname = "lib"\ntype = "git"\nurl = "{bare}"\nbranch = "main"\n'
+    )
+    with Vault.open(vault) as v:
+        v.index()
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "vaultsearch.cli", "mcp", str(vault), "--no-watch"],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")},
+        cwd=str(tmp_path),  # where a command run by the branch would leave its file
+    )
+
+    async def session() -> None:
+        async with Client(params, mode="legacy", read_timeout_seconds=60) as c:
+            listed = data(await c.call_tool("list_sources", {}))["sources"]  # config is read
+            assert {r["name"]: r.get("branch") for r in listed}["lib"] == "main"
+            managed.write_text(
+                managed.read_text().replace(
+                    '"main"', '"--upload-pack=touch pwned; git-upload-pack"'
+                )
+            )
+            refused = await c.call_tool("reload_config", {})
+            assert refused.is_error
+            text = refused.content[0].text
+            assert "'branch' = '--upload-pack=" in text and "read it as an option" in text
+            await until_done(c)
+            summary = data(await c.call_tool("reindex", {}, progress_callback=_noop))["summary"]
+            assert "lib" not in summary.get("stale", {}), summary
+            rows = {r["name"]: r for r in data(await c.call_tool("list_sources", {}))["sources"]}
+            assert rows["lib"]["branch"] == "main" and rows["lib"]["files"] == 2
+
+    anyio.run(session)
+    assert [p for p in tmp_path.rglob("pwned*")] == []

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -21,7 +22,8 @@ import uvicorn
 
 from tests.conftest import write_files
 from tests.test_runner import _HOLD_LOCK
-from vaultsearch.config import AnswerConfig, Config
+from vaultsearch.config import AnswerConfig, Config, ServerConfig, config_from_dict
+from vaultsearch.errors import ConfigError
 from vaultsearch.indexing.runner import RunSnapshot
 from vaultsearch.server.activity import ActivityLog
 from vaultsearch.server.rest import ControlContext, rest_app, rest_routes
@@ -373,3 +375,62 @@ def test_a_failing_endpoint_falls_back_to_the_extractive_answer(
     ctx.vault.close()
     assert "Owls hunt small mammals at night. [1]" in body["answer"]
     assert log[1]["event"] == "answer_failed" and "HTTP 500" in log[1]["detail"]
+
+
+def raw_exchange(url: str, head: bytes, body_parts: list[bytes]) -> tuple[int, dict[str, Any]]:
+    """Send a request's head and only ``body_parts`` of its body on a bare socket, then
+    read the answer: the server must answer without waiting for the rest."""
+    parts = urlsplit(url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=60) as s:  # hang guard
+        s.sendall(head + b"\r\n\r\n")
+        for part in body_parts:
+            s.sendall(part)
+        answer = b""
+        while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+    status = int(answer.split(b" ", 2)[1])
+    return status, json.loads(answer.partition(b"\r\n\r\n")[2])
+
+
+def test_bodies_over_the_limit_are_refused_before_they_are_read(served: Served) -> None:
+    """Issue 22: a 100 MB body was read whole. A declared length over the limit gets 413
+    with nothing read; a chunked body gets it once the limit is passed, its end unsent."""
+    host = urlsplit(served.url).netloc.encode()
+    head = b"POST /query_documents HTTP/1.1\r\nHost: " + host + b"\r\n"
+    head += b"Content-Type: application/json\r\n"
+    status, body = raw_exchange(served.url, head + b"Content-Length: 104857600", [b'{"q'])
+    assert status == 413 and "104,857,600 bytes, over the limit of 4,194,304" in body["error"]
+    chunk = b"%x\r\n%s\r\n" % (1 << 20, b" " * (1 << 20))
+    status, body = raw_exchange(served.url, head + b"Transfer-Encoding: chunked", [chunk] * 5)
+    assert status == 413 and "over the limit of 4,194,304 bytes" in body["error"]
+    with served.client() as c:
+        just_under = b'{"query": "owls"' + b" " * (4 * 1024 * 1024 - 100) + b"}"
+        r = c.post("/query_documents", content=just_under)
+        assert r.status_code == 200 and r.json()["hits"][0]["path"] == "birds/owls.md"
+
+
+def test_the_body_limit_is_a_setting(served: Served) -> None:
+    vault = served.ctx.vault
+    before = vault.config
+    vault.use_config(replace(before, server=ServerConfig(max_body_bytes=2048)))
+    try:
+        with served.client() as c:
+            r = c.post("/query_documents", json={"query": "owls " * 500})
+            assert r.status_code == 413 and "over the limit of 2,048 bytes" in r.json()["error"]
+            assert c.post("/query_documents", json={"query": "owls"}).status_code == 200
+    finally:
+        vault.use_config(before)
+    with pytest.raises(ConfigError, match=r"server.max_body_bytes' = 10 is invalid"):
+        config_from_dict({"server": {"max_body_bytes": 10}})
+
+
+@pytest.mark.parametrize("depth", [65, 1000, 100_000])
+def test_deeply_nested_bodies_are_400_not_500(served: Served, depth: int) -> None:
+    body = b'{"query": ' + b"[" * depth + b"]" * depth + b"}"
+    with served.client() as c:
+        r = c.post("/query_documents", content=body)
+        assert r.status_code == 400 and "nested deeper than 64 levels" in r.json()["error"]
+        assert c.post("/query_documents", json={"query": "owls"}).status_code == 200

@@ -509,3 +509,128 @@ def test_a_watched_path_of_a_folder_source_is_looked_at_alone(
         assert (s.added, s.updated, len(walked)) == (1, 0, 1)
     finally:
         vault.close()
+
+
+# --- hostile url and branch values ------------------------------------------------------
+HOSTILE_BRANCH = "--upload-pack=touch pwned; git-upload-pack"
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("branch", HOSTILE_BRANCH, "starts with '-', so git would read it as an option"),
+        ("branch", "+main", "starts with '+'"),
+        ("branch", "a..b", "holds '..'"),
+        ("branch", "@{-1}", "names a revision"),
+        ("branch", "main\nx", "control character"),
+        ("url", "fd::3", "runs a git remote helper"),
+        ("url", "ext::sh -c touch% /tmp/x", "runs a git remote helper"),
+        ("url", "--upload-pack=touch pwned", "starts with '-'"),
+        ("url", "ssh://-oProxyCommand=touch%20pwned/x", "user or host starts with '-'"),
+        ("url", "git://example.org/lib.git", "the 'git://' transport is not allowed"),
+        ("url", "/srv/lib\x07.git", "control character"),
+    ],
+)
+def test_hostile_git_values_are_refused_in_the_config(key: str, value: str, message: str) -> None:
+    table = {"name": "lib", "type": "git", "url": "/srv/lib.git", key: value}
+    with pytest.raises(ConfigError, match=re.escape(message)) as caught:
+        config_from_dict({"sources": [table]})
+    assert caught.value.message.count(". ") == 0 and caught.value.message.endswith(".")
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["main", "feature/x", "v1.2", "é", "-x", "--upload-pack=x", "a..b", "a b", "a~1", "a^",
+     "a:b", "a?", "a*", "a[", "a\\b", "HEAD", "a.lock", "a/.b", ".a", "a/", "/a", "a//b",
+     "a.", "x@{y", "@{-1}", "a\tb", "a\x7fb", "refs/heads/x", "a@b"],
+)  # fmt: skip
+def test_the_branch_rules_are_gits_own(name: str) -> None:
+    """The config is checked without starting git; the rules must agree with it."""
+    from vaultsearch.gitvalues import branch_problem
+
+    done = subprocess.run(
+        ["git", "check-ref-format", "--branch", name], cwd="/", capture_output=True, check=False
+    )
+    assert (branch_problem(name) is None) == (done.returncode == 0), name
+
+
+def test_a_hostile_branch_in_the_sources_file_never_runs(tmp_path: Path, embedder: object) -> None:
+    """The issue's case: a clone exists, then sources.toml is edited by hand; two index
+    runs refuse it with one sentence and run nothing, and git itself is never given it."""
+    from vaultsearch.indexing.gitsource import GitSourceError, sync_clone
+
+    vault, _, bare = indexed_sources(tmp_path)
+    vault.close()
+    managed = vault.root / ".vaultsearch" / "sources.toml"
+    managed.write_text(managed.read_text().replace('"main"', json.dumps(HOSTILE_BRANCH)))
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-m", "vaultsearch.cli", "index", str(vault.root)],
+            cwd=tmp_path,  # where a command run by the branch would leave its file
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 2, done.stderr
+        assert "'branch' = '--upload-pack=" in done.stderr and "git would read it as an option" in (
+            done.stderr
+        )
+        assert "Traceback" not in done.stderr
+    clone = vault.index_dir / "clones" / "lib"
+    assert (clone / ".git").is_dir()
+    for url, branch in (
+        (str(bare), HOSTILE_BRANCH),
+        ("fd::3", ""),
+        ("ext::sh -c touch% pwned", ""),
+    ):
+        with pytest.raises(GitSourceError, match="is refused"):
+            sync_clone(url, branch, clone)
+    assert [p for p in tmp_path.rglob("pwned*")] == []
+    assert not Path("pwned").exists()
+
+
+def test_sources_add_refuses_hostile_values_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, bare = make_repo(tmp_path / "repo", LIB)
+    vault = write_files(tmp_path / "vault", {"Home.md": "# Home\n\nApples.\n"})
+    v = ["--vault", str(vault)]
+    cases = [
+        ["lib", str(bare), "--branch", HOSTILE_BRANCH],
+        ["lib", "fd::3"],
+        ["lib", "ext::sh -c touch% /tmp/x"],
+        ["lib", "ext::sh -c touch% pwned", "--type", "git"],
+        ["lib", "--type", "git", "--", "--upload-pack=touch pwned"],
+    ]
+    for args in cases:
+        assert main(["sources", *v, "add", *args]) == 2, args
+        err = capsys.readouterr().err
+        assert "is refused" in err or "is not a branch name git takes" in err, err
+    assert not (vault / ".vaultsearch" / "sources.toml").exists()
+    assert [p for p in tmp_path.rglob("pwned*")] == []
+
+
+def test_a_plain_path_git_source_clones_then_follows_new_commits(tmp_path: Path) -> None:
+    from vaultsearch.indexing.gitsource import sync_clone
+
+    work, bare = make_repo(tmp_path / "repo", LIB)
+    clone = tmp_path / "clone"
+    first = sync_clone(str(bare), "main", clone)
+    assert first == git(work, "rev-parse", "HEAD").strip()
+    push_change(work, bare, {"index.md": "# Index\n\nNow about plums.\n"})
+    second = sync_clone(str(bare), "", clone)
+    assert second != first and second == git(work, "rev-parse", "HEAD").strip()
+    assert "plums" in (clone / "index.md").read_text()
+
+
+@pytest.mark.parametrize("url", ["fd::3", "ext::sh -c touch% pwned", "git://127.0.0.1:9/x"])
+def test_git_itself_refuses_other_transports(tmp_path: Path, url: str) -> None:
+    """The second wall, for a value that got past the checks: protocol.allow=never."""
+    from vaultsearch.indexing.gitsource import GitSourceError
+    from vaultsearch.indexing.gitsource import git as run_git
+
+    scheme = url.split(":")[0]
+    with pytest.raises(GitSourceError, match=f"transport '{scheme}' not allowed"):
+        run_git(["clone", "--quiet", "--", url, str(tmp_path / "clone")])
+    assert [p for p in tmp_path.rglob("pwned*")] == []

@@ -14,6 +14,7 @@ import pytest
 
 from tests.hostile_files import write_normal_notes
 from vaultsearch import Vault
+from vaultsearch.server.jsonlimits import MAX_DEPTH
 from vaultsearch.server.jsonrpc import INVALID_REQUEST, PARSE_ERROR, screen_line
 from vaultsearch.validtext import valid_strings, valid_text
 
@@ -149,3 +150,147 @@ def test_stdio_server_answers_malformed_lines_and_keeps_serving(
         proc.stdin.close()
         proc.wait(60)
     assert b"Traceback" not in (proc.stderr.read() if proc.stderr else b"")
+
+
+def _call(request_id: int, arguments: bytes) -> bytes:
+    head = b'{"jsonrpc": "2.0", "id": %d, "method": "tools/call", ' % request_id
+    return head + b'"params": {"name": "search", "arguments": ' + arguments + b"}}"
+
+
+def _nested(depth: int) -> bytes:
+    return b'{"query": ' + b"[" * depth + b"]" * depth + b"}"
+
+
+def hostile_lines() -> list[tuple[bytes, int | None, int | None]]:
+    """50 lines, each with the id its answer must carry and the error code it must
+    have (None: the SDK answers it, with a result or an error of its own)."""
+    mb = 1024 * 1024
+    lines: list[tuple[bytes, int | None, int | None]] = []
+    for i, depth in enumerate((61, 62, 100, 500, 700, 980, 1000, 5000, 20_000, 100_000)):
+        code = None if depth + 3 <= MAX_DEPTH else PARSE_ERROR  # the call has three levels
+        lines.append((_call(100 + i, _nested(depth)), 100 + i, code))
+    for opener, request_id in (
+        (b"[", None),
+        (b"{", None),
+        (b'{"a": ', None),
+        (b'{"id": 5, "x": [', 5),
+    ):
+        for n in (500, 100_000):
+            lines.append((opener * n, request_id, PARSE_ERROR))
+    big = b"a" * (5 * mb)
+    lines.append(
+        (b'{"jsonrpc": "2.0", "id": 200, "method": "ping", "x": "' + big + b'"}', 200, -32600)
+    )
+    lines.append((b"x" * (6 * mb), None, INVALID_REQUEST))
+    lines.append((b"[" * (5 * mb), None, INVALID_REQUEST))
+    query = b'{"query": "' + b"plums " * (400_000) + b'"}'
+    lines.append((_call(201, query), 201, None))
+    inside = b'"' + b"[" * 100_000 + b'"'
+    lines.append(
+        (
+            b'{"jsonrpc": "2.0", "id": 202, "method": "ping", "params": {"x": ' + inside + b"}}",
+            202,
+            None,
+        )
+    )
+    for raw in (b"\xff\xfe\x00", b"\xc3\x28", b"\x80abc", b'{"a": "\xed\xa0\x80"', b"\x00"):
+        lines.append((raw, None, PARSE_ERROR))
+    lines.append((b'{"jsonrpc": "2.0", "id": 203, "method": "\xff\xfe"}', 203, None))
+    for raw in (b"1", b'"x"', b"null", b"true", b"[]", b"[1, 2]", b"-0", b"1e999"):
+        lines.append((raw, None, INVALID_REQUEST))
+    for raw in (b'{"jsonrpc":', b"}}}}", b"]]]]", b'{"a": 1}}', b"{'a': 1}", b"NaN x"):
+        lines.append((raw, None, PARSE_ERROR))
+    lines.append((b'{"jsonrpc": "2.0", "id": 204, "method": "tools/call", "params": 5}', 204, None))
+    lines.append((b'{"jsonrpc": "2.0", "id": 205, "method": "nope"}', 205, None))
+    lines.append((_call(207, b'{"query": "\\ud800 plums"}'), 207, None))
+    lines.append((_call(208, b'{"query": [' + b"1, " * 100_000 + b"1]}"), 208, None))
+    lines.append((b'{"jsonrpc": "2.0", "id": true, "method": "ping"}', None, INVALID_REQUEST))
+    lines.append((b"\x1b[31m", None, PARSE_ERROR))
+    lines.append((b'{"jsonrpc": "2.0", "id": 206, "method": "ping"}' * 3, None, PARSE_ERROR))
+    return lines
+
+
+def test_fifty_hostile_lines_never_deafen_the_stdio_server(
+    small_vault: tuple[Path, Path],
+) -> None:
+    """Issue 22: one deeply nested line used to kill the thread that reads lines, and
+    the server never answered again. Each line gets its answer, and then ping and a
+    search still work."""
+    root, index_dir = small_vault
+    cmd = [sys.executable, "-m", "vaultsearch.cli", "mcp", str(root), "--index-dir"]
+    proc = subprocess.Popen(
+        [*cmd, str(index_dir), "--no-watch"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin and proc.stdout
+
+    def ask(line: bytes) -> dict[str, Any]:
+        assert proc.stdin and proc.stdout
+        proc.stdin.write(line + b"\n")
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], 120)  # a hang guard
+        assert ready, f"no reply to {line[:60]!r}"
+        return dict(json.loads(proc.stdout.readline()))
+
+    lines = hostile_lines()
+    assert len(lines) == 50
+    try:
+        init = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        }
+        first = ask(
+            json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}).encode()
+        )
+        assert "result" in first
+        proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        for line, request_id, code in lines:
+            reply = ask(line)
+            assert reply.get("id") == request_id, (line[:80], reply)
+            if code is not None:
+                assert reply["error"]["code"] == code, (line[:80], reply)
+                assert len(reply["error"]["message"]) < 200
+        assert ask(b'{"jsonrpc": "2.0", "id": 1000, "method": "ping"}')["result"] == {}
+        call = {"name": "search", "arguments": {"query": "plums", "mode": "hybrid"}}
+        line = json.dumps({"jsonrpc": "2.0", "id": 1001, "method": "tools/call", "params": call})
+        answer = ask(line.encode())
+        assert answer["result"]["structuredContent"]["hits"][0]["path"] == "alpha.md"
+    finally:
+        proc.stdin.close()
+        proc.wait(60)
+    assert b"Traceback" not in (proc.stderr.read() if proc.stderr else b"")
+
+
+@pytest.mark.parametrize(
+    ("raw", "depth"),
+    [
+        (b"{}", 1),
+        (b'{"a": [[1], {"b": []}]}', 4),
+        (b'{"a": "[[[[{{{{"}', 1),
+        (b'{"a": "\\"[[[", "b": [1]}', 2),
+        (b'["\\\\", [2]]', 2),
+        (b"[" * 100_000, 100_000),
+        (b"plain", 0),
+    ],
+)
+def test_nesting_is_counted_from_bytes_outside_strings(raw: bytes, depth: int) -> None:
+    from vaultsearch.server.jsonlimits import nesting_depth
+
+    assert nesting_depth(raw) == depth
+
+
+def test_too_deep_and_too_long_lines_carry_their_id() -> None:
+    from vaultsearch.server.pipe import TooLong
+
+    deep = b'{"jsonrpc": "2.0", "params": {"id": 1, "q": ' + b"[" * 70 + b"]" * 70 + b'}, "id": 7}'
+    _, error = screen_line(deep)
+    reply = json.loads(error or "")
+    assert (reply["id"], reply["error"]["code"]) == (7, PARSE_ERROR)
+    assert "deeper than 64" in reply["error"]["message"]
+    _, error = screen_line(TooLong(b'{"id": "r-1", "jsonrpc": "2.0", "x": "aaa', 9_000_000))
+    reply = json.loads(error or "")
+    assert (reply["id"], reply["error"]["code"]) == ("r-1", INVALID_REQUEST)
+    assert "9,000,000 bytes" in reply["error"]["message"]

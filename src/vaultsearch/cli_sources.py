@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from vaultsearch.vault import Vault
 
-_GIT_LIKE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)|\.git/?$", re.IGNORECASE)
+_GIT_LIKE = re.compile(r"^(?:[a-z][a-z0-9+.-]*(?:://|::)|[\w.-]+@[\w.-]+:)|\.git/?$", re.IGNORECASE)
 
 
 def looks_like_git(location: str) -> bool:
-    """A URL, an scp-style ``user@host:path`` or a path ending in ``.git``."""
+    """A URL, an scp-style ``user@host:path``, a path ending in ``.git``, or git's
+    ``transport::address`` (so that it is refused as a git url, not looked for as a
+    folder)."""
     return bool(_GIT_LIKE.search(location.strip()))
 
 
@@ -100,6 +102,10 @@ def _add(args: argparse.Namespace, vault: Vault) -> int:
     if parsers:
         table["parsers"] = parsers
     source = source_from_table(table, "the command line", 0)
+    if source.type == "git":
+        from vaultsearch.indexing.gitsource import check_values
+
+        check_values(source.url, source.branch)
     path = vault.add_source(source)
     print(f"added source {source.name} ({kind} {source.location}) to {path}")
     if args.index:

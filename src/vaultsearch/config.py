@@ -157,6 +157,12 @@ class AnswerConfig:
 
 
 @dataclass(frozen=True)
+class ServerConfig:
+    max_body_bytes: int = 4 * 1024 * 1024
+    """The largest HTTP request body (REST and ``/mcp``); larger ones get 413 unread."""
+
+
+@dataclass(frozen=True)
 class Config:
     vault: VaultConfig = field(default_factory=VaultConfig)
     parsers: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_PARSER_MAP))
@@ -172,6 +178,7 @@ class Config:
     sources: tuple[SourceConfig, ...] = ()
     """Named sources indexed beside the vault (``[[sources]]`` and sources.toml)."""
     answer: AnswerConfig = field(default_factory=AnswerConfig)
+    server: ServerConfig = field(default_factory=ServerConfig)
     source: str = "built-in defaults"
     """Where this configuration came from, for status output and error messages."""
     flags: tuple[str, ...] = ()
@@ -188,7 +195,7 @@ class Config:
 
 _SECTIONS = (
     "vault", "index", "chunking", "embedding", "keyword", "search", "watch", "sessions", "reports",
-    "writes", "answer",
+    "writes", "answer", "server",
 )  # fmt: skip
 _TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
 
@@ -347,6 +354,12 @@ def _validate(cfg: Config) -> None:
         'expected "" (off) or an http:// or https:// URL such as "http://127.0.0.1:8080/v1"',
     )
     _require(a.timeout > 0, "answer.timeout", a.timeout, "must be a positive number of seconds")
+    _require(
+        cfg.server.max_body_bytes >= 1024,
+        "server.max_body_bytes",
+        cfg.server.max_body_bytes,
+        "must be at least 1024 bytes",
+    )
     try:
         ParserRegistry(cfg.parsers)
     except ValueError as exc:

@@ -112,7 +112,7 @@ def reload_config(vault: Vault) -> ConfigReload:
     path = config_path(vault.root, old)
     source = str(path) if path else "built-in defaults"
     try:
-        new = load_config(path, vault.root, old.flags)
+        new = load_config(path, vault.root, old.flags)  # with no file: defaults, env, sources
     except VaultsearchError as exc:
         return ConfigReload(source, error=str(exc))
     except OSError as exc:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from vaultsearch.errors import ConfigError
+from vaultsearch.gitvalues import URL_FORMS, branch_problem, url_problem
 
 SOURCE_TYPES = ("folder", "git")
 MANAGED_NAME = "sources.toml"
@@ -34,7 +35,8 @@ class SourceConfig:
     path: str = ""
     """A folder source's folder; relative paths start at the vault."""
     url: str = ""
-    """A git source's repository: any URL or path ``git clone`` accepts."""
+    """A git source's repository: an https, ssh or file URL, ``user@host:path`` or a
+    local path (``gitvalues.url_problem``)."""
     branch: str = ""
     """Empty: the remote's default branch."""
     include: list[str] = field(default_factory=list)
@@ -114,6 +116,18 @@ def source_from_table(raw: Any, origin: str, index: int) -> SourceConfig:
     else:
         _check(bool(text["url"]), where, "a git source needs 'url' (anything git clone accepts)")
         _check(not text["path"], where, "'path' is for folder sources; a git source has 'url'")
+        bad_url = url_problem(text["url"])
+        _check(
+            bad_url is None,
+            where,
+            f"'url' = {text['url']!r} is refused: {bad_url} (allowed: {URL_FORMS})",
+        )
+        bad_branch = branch_problem(text["branch"]) if text["branch"] else None
+        _check(
+            bad_branch is None,
+            where,
+            f"'branch' = {text['branch']!r} is not a branch name git takes as it is: {bad_branch}",
+        )
     parsers = raw.get("parsers", {})
     _check(
         isinstance(parsers, dict) and all(isinstance(v, str) for v in parsers.values()),

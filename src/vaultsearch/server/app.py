@@ -308,20 +308,22 @@ async def _serve_http(
             )
     background.log.write(record)
     mcp_app = server.streamable_http_app(
-        transport_security=security_settings(host, allow_hosts), host=host
+        transport_security=security_settings(host, port, allow_hosts), host=host
     )
+    vault = server.vault_tools.vault
     app = assemble(
-        rest_routes(server.vault_tools.vault, server.activity),
+        rest_routes(vault, server.activity),
         bind=host,
+        port=port,
         token=token.value if token else None,
         allow_hosts=allow_hosts,
         mcp_app=mcp_app,
+        max_body=lambda: vault.config.server.max_body_bytes,
     )
     config = uvicorn.Config(
         app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE
     )
     uv = uvicorn.Server(config)
-    vault = server.vault_tools.vault
     claim = managers.claim_listening(vault.root, vault.index_dir, host, port)
     try:
         async with anyio.create_task_group() as tg:

@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from vaultsearch import __version__
+from vaultsearch.server.jsonlimits import too_deep
 
 SERVER_NAME = "vaultsearch"
 INSTRUCTIONS = """Search and read a folder of Markdown notes (an Obsidian-style vault).
@@ -49,6 +50,8 @@ def initialize_result(protocol_version: str) -> dict[str, Any]:
 def early_answer(raw: bytes) -> tuple[int | str, str] | None:
     """(request id, answer line) for a plain, well-formed ``initialize`` request; None for
     anything else, which waits for the SDK and its own validation and errors."""
+    if too_deep(raw):
+        return None
     try:
         message = json.loads(raw)
     except (ValueError, RecursionError):

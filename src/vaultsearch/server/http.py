@@ -49,14 +49,38 @@ def allowed_hosts(bind: str, extra: Iterable[str] = ()) -> list[str]:
     return list(dict.fromkeys(n for n in names if n))
 
 
-def security_settings(bind: str, extra: Iterable[str] = ()) -> TransportSecuritySettings:
-    hosts = allowed_hosts(bind, extra)
+def security_settings(bind: str, port: int, extra: Iterable[str] = ()) -> TransportSecuritySettings:
+    """Host and Origin matched whole (the SDK's ``name:*`` patterns are prefix matches:
+    ``127.0.0.1:8765.evil.com`` passed, and so did a page on any other local port).
+    This server speaks plain http on ``port``; a name from ``--allow-host`` may also
+    come without a port or as https, as a proxy in front sends it, unless it names
+    its own port."""
+    own = allowed_hosts(bind)
+    hosts = [f"{h}:{port}" for h in own]
+    origins = [f"http://{h}:{port}" for h in own]
+    for name in dict.fromkeys(_extra_name(h) for h in extra if h.strip()):
+        if _has_port(name):
+            hosts.append(name)
+            origins += [f"http://{name}", f"https://{name}"]
+        else:
+            hosts += [name, f"{name}:{port}"]
+            origins += [f"http://{name}", f"https://{name}", f"http://{name}:{port}"]
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
-        allowed_hosts=[*hosts, *(f"{h}:*" for h in hosts)],
-        allowed_origins=[f"{scheme}://{h}{port}" for h in hosts for scheme in ("http", "https")
-                         for port in ("", ":*")],
-    )  # fmt: skip
+        allowed_hosts=[h for h in dict.fromkeys(hosts) if not h.endswith(":*")],
+        allowed_origins=[o for o in dict.fromkeys(origins) if not o.endswith(":*")],
+    )
+
+
+def _extra_name(name: str) -> str:
+    """``--allow-host`` as given: a name, ``name:port``, an IPv6 address bare or in
+    brackets (with or without a port)."""
+    name = name.strip()
+    return f"[{name}]" if name.count(":") > 1 and not name.startswith("[") else name
+
+
+def _has_port(name: str) -> bool:
+    return name.rpartition("]")[2].startswith(":") if name.startswith("[") else ":" in name
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,8 @@ The SDK validates a line with pydantic and, when that fails, logs and drops it: 
 client that sent a malformed request waits for an answer that never comes. Lines
 are also cleaned of lone UTF-16 surrogates (valid JSON escapes that no UTF-8 text
 can hold), which pydantic refuses and which would break any reply that echoed them.
+A line nested deeper than ``jsonlimits.MAX_DEPTH`` or longer than its ``MAX_BYTES`` is
+answered from its raw bytes, never parsed.
 """
 
 from __future__ import annotations
@@ -16,10 +18,19 @@ import mcp_types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from pydantic import ValidationError
 
+from vaultsearch.server.jsonlimits import (
+    MAX_BYTES,
+    depth_sentence,
+    recover_id,
+    size_sentence,
+    too_deep,
+)
+from vaultsearch.server.pipe import TooLong
 from vaultsearch.validtext import valid_strings
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+INTERNAL_ERROR = -32603
 
 
 def error_reply(code: int, message: str, request_id: Any = None) -> str:
@@ -27,9 +38,16 @@ def error_reply(code: int, message: str, request_id: Any = None) -> str:
     return json.dumps(reply, ensure_ascii=False)
 
 
-def screen_line(raw: bytes) -> tuple[str | None, str | None]:
+def screen_line(raw: bytes | TooLong) -> tuple[str | None, str | None]:
     """(line for the SDK, None), (None, error reply to send back), or (None, None)
     for a blank line."""
+    if isinstance(raw, TooLong):
+        problem = size_sentence(raw.size, MAX_BYTES)
+        return None, error_reply(
+            INVALID_REQUEST, f"Invalid Request: {problem}", recover_id(raw.head)
+        )
+    if too_deep(raw):
+        return None, error_reply(PARSE_ERROR, f"Parse error: {depth_sentence()}", recover_id(raw))
     text = raw.decode("utf-8", "replace").strip()
     if not text:
         return None, None

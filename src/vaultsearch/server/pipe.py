@@ -9,6 +9,9 @@ same ``initialize`` again when it is ready: that duplicate is dropped here and o
 compared. A daemon thread and not anyio's file wrappers, whose worker threads a
 cancel cannot interrupt and interpreter shutdown waits for. Nothing here imports
 anyio or the SDK.
+
+A line longer than ``MAX_BYTES`` is never held whole: its head is kept (for the
+request id) and the rest read and dropped, and it is queued as ``TooLong``.
 """
 
 from __future__ import annotations
@@ -20,12 +23,20 @@ import queue
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from vaultsearch.server.handshake import early_answer
+from vaultsearch.server.jsonlimits import ID_WINDOW, MAX_BYTES
 
 EOF = None
 """Queued after the last line: stdin closed."""
+
+
+@dataclass(frozen=True, slots=True)
+class TooLong:
+    head: bytes
+    size: int
 
 
 class SharedOut:
@@ -74,7 +85,7 @@ class SharedOut:
 class StdioPipe:
     def __init__(self, fd_in: int, fd_out: int) -> None:
         self.fd_in = fd_in
-        self.lines: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self.lines: queue.SimpleQueue[bytes | TooLong | None] = queue.SimpleQueue()
         self.out = SharedOut(
             io.TextIOWrapper(os.fdopen(fd_out, "wb", closefd=False), encoding="utf-8", newline="\n")
         )
@@ -97,7 +108,10 @@ class StdioPipe:
     def _read(self) -> None:
         stream = os.fdopen(self.fd_in, "rb", closefd=False)
         try:
-            for raw in stream:
+            while raw := stream.readline(MAX_BYTES + 1):
+                if len(raw) > MAX_BYTES and not raw.endswith(b"\n"):
+                    self.lines.put(_skip_rest(stream, raw))
+                    continue
                 if not self.early_answers:
                     self._answer_early(raw)
                 self.lines.put(raw)
@@ -106,7 +120,10 @@ class StdioPipe:
         self.lines.put(EOF)
 
     def _answer_early(self, raw: bytes) -> None:
-        found = early_answer(raw)
+        try:
+            found = early_answer(raw)
+        except Exception:  # the SDK answers the line when it is ready
+            return
         if found is None:
             return
         self.sdk_loaded_at_answer = "mcp" in sys.modules
@@ -115,3 +132,12 @@ class StdioPipe:
         except OSError:
             return  # the client is gone; the SDK will find out too
         self.early_answers += 1
+
+
+def _skip_rest(stream: io.BufferedReader, first: bytes) -> TooLong:
+    size = len(first)
+    chunk = first
+    while chunk and not chunk.endswith(b"\n"):
+        chunk = stream.readline(MAX_BYTES)
+        size += len(chunk)
+    return TooLong(first[:ID_WINDOW], size)

@@ -120,6 +120,8 @@ async def _json_body(request: Request) -> dict[str, Any]:
         body = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise BadRequest("The request body is not valid JSON; send a JSON object.") from None
+    except RecursionError:  # BodyGuard refuses deep bodies first; routes mounted elsewhere
+        raise BadRequest("The request body is nested too deeply; send a flat object.") from None
     if not isinstance(body, dict):
         raise BadRequest("The request body must be a JSON object.")
     return body
@@ -355,7 +357,11 @@ async def _event_stream(ctx: ControlContext) -> AsyncIterator[str]:
 def rest_app(ctx: ControlContext, token: str | None = None) -> Any:
     """The routes alone as an ASGI app (tests, and embedding in another server); with
     ``token``, every request must carry it as a bearer token."""
-    app: Any = Starlette(routes=rest_routes(ctx))
+    from vaultsearch.server.bodyguard import BodyGuard
+
+    app: Any = BodyGuard(
+        Starlette(routes=rest_routes(ctx)), lambda: ctx.vault.config.server.max_body_bytes
+    )
     if token is not None:
         from vaultsearch.server.http import BearerAuth
 

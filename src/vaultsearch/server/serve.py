@@ -54,8 +54,10 @@ def run_serve(
         app = assemble(
             rest_routes(vault),
             bind=host,
+            port=claim.record.port,
             token=token.value if token else None,
             allow_hosts=allow_hosts,
+            max_body=lambda: vault.config.server.max_body_bytes,
         )
         anyio.run(_serve, app, claim, open_browser)
     finally:

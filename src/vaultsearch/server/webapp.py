@@ -8,7 +8,7 @@ browser cannot send a header on navigation); every data route needs it when one 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING
 
@@ -19,7 +19,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from vaultsearch.server.bodyguard import BodyGuard
 from vaultsearch.server.http import BearerAuth, security_settings
+from vaultsearch.server.jsonlimits import MAX_BYTES
 from vaultsearch.server.streams import EndStreamsOnExit
 
 if TYPE_CHECKING:
@@ -60,9 +62,9 @@ class RequestGuard:
     """Host checked on every request (DNS rebinding), Origin and a JSON body on every
     state-changing one; ``/mcp`` is left to the MCP transport, which checks the same."""
 
-    def __init__(self, app: ASGIApp, bind: str, allow_hosts: Iterable[str] = ()) -> None:
+    def __init__(self, app: ASGIApp, bind: str, port: int, allow_hosts: Iterable[str] = ()) -> None:
         self.app = app
-        self._check = TransportSecurityMiddleware(security_settings(bind, allow_hosts))
+        self._check = TransportSecurityMiddleware(security_settings(bind, port, allow_hosts))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not scope["path"].startswith(MCP_PATH):
@@ -123,19 +125,23 @@ def rest_routes(vault: Vault, activity: ActivityLog | None = None) -> list[BaseR
 def assemble(
     rest_routes: Sequence[BaseRoute],
     bind: str,
+    port: int,
     token: str | None = None,
     allow_hosts: Iterable[str] = (),
     mcp_app: Starlette | None = None,
+    max_body: Callable[[], int] = lambda: MAX_BYTES,
 ) -> EndStreamsOnExit:
     """The page and the REST routes, inside ``mcp_app`` when given (its lifespan runs
-    the MCP session manager), else in a Starlette app of their own."""
+    the MCP session manager), else in a Starlette app of their own. ``port`` is the one
+    the server listens on: Host and Origin must name it."""
     routes = [*page_routes(), *rest_routes]
     if mcp_app is not None:
         mcp_app.router.routes.extend(routes)
         app: ASGIApp = mcp_app
     else:
         app = Starlette(routes=routes)
-    app = RequestGuard(app, bind, allow_hosts)
+    app = BodyGuard(app, max_body)
+    app = RequestGuard(app, bind, port, allow_hosts)
     if token is not None:
         app = TokenGate(app, token)
     return EndStreamsOnExit(app)

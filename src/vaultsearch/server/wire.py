@@ -9,8 +9,11 @@ one: a blocked read must never keep a stopping server alive.
 
 from __future__ import annotations
 
+import json
 import math
+import sys
 import threading
+import traceback
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import IO, Any, cast
@@ -21,8 +24,9 @@ import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.stdio import stdio_server
 
-from vaultsearch.server.jsonrpc import screen_line
-from vaultsearch.server.pipe import EOF, StdioPipe
+from vaultsearch.server.jsonlimits import recover_id
+from vaultsearch.server.jsonrpc import INTERNAL_ERROR, error_reply, screen_line
+from vaultsearch.server.pipe import EOF, StdioPipe, TooLong
 
 
 class _Lines:
@@ -56,7 +60,10 @@ class StdioWire:
         out = self.pipe.out
         try:
             while (raw := self.pipe.lines.get()) is not EOF:
-                line, error = screen_line(raw)
+                try:
+                    line, error = screen_line(raw)
+                except Exception as exc:  # a bug must not deafen the server
+                    line, error = None, _internal_error(raw, exc)
                 if error is not None:
                     out.write(error + "\n")
                     out.flush()
@@ -83,3 +90,13 @@ class StdioWire:
         stdout = anyio.wrap_file(cast(IO[str], self.pipe.out))
         async with stdio_server(stdin=stdin, stdout=stdout) as (read, write):
             yield read, write
+
+
+def _internal_error(raw: bytes | TooLong, exc: Exception) -> str:
+    """The answer to a line whose screening failed, and the failure in the log."""
+    head = raw.head if isinstance(raw, TooLong) else raw
+    record = {"event": "line_failed", "error": f"{type(exc).__name__}: {exc}"[:500]}
+    record["traceback"] = traceback.format_exc(limit=8)
+    print(json.dumps(record), file=sys.stderr, flush=True)
+    request_id = recover_id(head)
+    return error_reply(INTERNAL_ERROR, f"Internal error: {type(exc).__name__}", request_id)
