@@ -284,6 +284,9 @@ def test_the_rerank_endpoint_orders_the_top_notes_and_shows_in_explain(
     relevance = [h.explain.relevance for h in head if h.explain]
     assert relevance == sorted(relevance, reverse=True) and len(relevance) == 3
     assert all(h.explain and h.explain.reranker == "rerank endpoint cos" for h in head)
+    shown_dict = head[0].to_dict()["explain"]
+    assert shown_dict["reranker"] == "rerank endpoint cos" and "relevance" in shown_dict
+    assert not {"reranker", "relevance", "rewrites", "notes"} & set(fused[0].to_dict()["explain"])
     assert all(h.explain and abs(h.explain.total - h.score) < 1e-9 for h in hits)
     shown = {h.path: h.explain.relevance for h in head if h.explain}
     scores = {r["index"]: r["relevance_score"] for r in server.rerank(body)["results"]}

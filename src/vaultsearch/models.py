@@ -174,6 +174,11 @@ class Explain:
             "name_added", "graph_added", "recency_added", "rerank_added", "confidence", "coverage"
         ):  # fmt: skip
             out[key] = round(out[key], 6)
+        for key in ("reranker", "relevance", "rewrites", "notes"):  # only when a model ran
+            if out[key] in ("", None, (), []):
+                del out[key]
+        if self.relevance is not None:
+            out["relevance"] = round(self.relevance, 6)
         return out
 
 
