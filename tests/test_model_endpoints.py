@@ -20,7 +20,7 @@ from vaultsearch.cli import main
 from vaultsearch.config import Config, config_from_dict
 from vaultsearch.embedding import Embedder
 from vaultsearch.embedding.endpoint import EndpointError
-from vaultsearch.errors import ConfigError
+from vaultsearch.errors import ConfigError, IndexIncompatibleError
 from vaultsearch.store.layout import IndexLayout
 
 NOTES = {
@@ -134,6 +134,10 @@ def test_another_dimension_behind_the_same_name_rebuilds(
         model_server(embedder=embedder, failure="wrong-dimension") as other,
         Vault.open(root, index_dir=index, config=endpoint_config(other.url)) as vault,
     ):
+        with pytest.raises(IndexIncompatibleError, match="192-dimensional query vectors") as err:
+            vault.search("owls at night")
+        assert err.value.fix and "vaultsearch index" in err.value.fix
+        assert vault.search("owls", mode="keyword")[0].path == "owls.md"
         summary = vault.index()
         assert "fingerprint.weights" in " ".join(summary.rebuild_reasons)
         assert vault.search("owls at night", mode="semantic")[0].path == "owls.md"

@@ -221,9 +221,11 @@ class QueryOrchestrator:
         if semantic_on:
             t = time.perf_counter()
             try:
-                vector.append(
-                    self.embedder.embed_query(parsed.text or " ".join(parsed.highlight_terms))
+                query_vector = self.embedder.embed_query(
+                    parsed.text or " ".join(parsed.highlight_terms)
                 )
+                _same_dimension(query_vector, snap)
+                vector.append(query_vector)
             finally:
                 vector_ready.set()  # the keyword job waits for it, also when embedding fails
             results["semantic"] = snap.vectors.search(vector[0], k, allowed)
@@ -432,6 +434,18 @@ def _score_found(
     cosines = dict(snap.vectors.score(vector, chunks)) if chunks is not None and len(chunks) else {}
     best = dict(snap.sentences.best(vector, [c for c, _ in keyword])) if sentences else {}
     return _Scored(cosines, best)
+
+
+def _same_dimension(vector: np.ndarray, snap: Snapshot) -> None:
+    """A model server can change the model behind a name; its vectors then no longer fit
+    the index, which must say so rather than fail inside FAISS."""
+    if vector.shape[0] != snap.vectors.dim:
+        raise IndexIncompatibleError(
+            f"The embedding model answered {vector.shape[0]}-dimensional query vectors, but "
+            f"the index holds {snap.vectors.dim}-dimensional ones.",
+            fix="run 'vaultsearch index' to rebuild with the model now served, or serve the "
+            "model the index was built with; keyword search (--mode keyword) still works",
+        )
 
 
 def _kind(kind: str) -> SourceKind:
