@@ -74,3 +74,41 @@ def test_a_query_engine_answers_from_the_vault_with_llama_indexs_mock_llm(
     assert [n.node.metadata["path"] for n in response.source_nodes] == ["birds/owls.md"]
     assert "start_line" not in str(response)  # metadata kept out of the prompt
     assert Settings._embed_model is None  # no embedding model was needed, or resolved
+
+
+def test_the_langchain_retriever_feeds_a_chain(indexed: tuple[Path, Path]) -> None:
+    pytest.importorskip("langchain_core", reason="the langchain extra is not installed")
+    from langchain_core.language_models.fake import FakeListLLM
+    from langchain_core.prompts import PromptTemplate
+    from langchain_core.runnables import RunnableLambda, RunnablePassthrough
+
+    from vaultsearch.integrations.langchain import VaultRetriever
+
+    root, index = indexed
+    retriever = VaultRetriever(root, index_dir=index, top_k=1)
+    seen: list[str] = []
+
+    def prompt_seen(prompt: object) -> object:
+        seen.append(str(prompt))
+        return prompt
+
+    try:
+        docs = retriever.invoke("which birds hunt in the dark")
+        chain = (
+            {
+                "context": retriever
+                | RunnableLambda(lambda ds: "\n".join(d.page_content for d in ds)),
+                "question": RunnablePassthrough(),
+            }
+            | PromptTemplate.from_template("Context:\n{context}\n\nQuestion: {question}")
+            | RunnableLambda(prompt_seen)
+            | FakeListLLM(responses=["At night."])
+        )
+        answer = chain.invoke("When do barn owls hunt?")
+    finally:
+        retriever.close()
+    assert [d.metadata["path"] for d in docs] == ["birds/owls.md"]
+    assert docs[0].metadata["heading_path"] == "Owls > Hunting"
+    assert "Barn owls hunt at night by sound" in docs[0].page_content
+    assert answer == "At night."
+    assert "Barn owls hunt at night by sound" in seen[0] and "Black Sea" not in seen[0]

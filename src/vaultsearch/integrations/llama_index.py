@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from vaultsearch.errors import ModelLoadError, VaultsearchError
+from vaultsearch.errors import ModelLoadError
 
 try:
     from llama_index.core.callbacks import CallbackManager
@@ -25,8 +25,8 @@ except ImportError:  # pragma: no cover - the message is the point
     ) from None
 
 from vaultsearch.config import Config
+from vaultsearch.integrations._hits import SHOWN, metadata, node_id, passage
 from vaultsearch.models import Hit
-from vaultsearch.sourceread import indexed_text
 from vaultsearch.vault import Vault
 
 
@@ -62,33 +62,12 @@ class VaultRetriever(BaseRetriever):
         hits = self.vault.search(query_bundle.query_str, **self.search_options)
         return [NodeWithScore(node=self._node(hit), score=hit.score) for hit in hits]
 
-    def _passage(self, hit: Hit) -> str:
-        """The hit's lines of the file as indexed; its snippet if the file is gone since."""
-        try:
-            text = indexed_text(self.vault, hit.path)[1]
-        except VaultsearchError:
-            return hit.snippet
-        return "\n".join(text.splitlines()[hit.start_line - 1 : hit.end_line]) or hit.snippet
-
     def _node(self, hit: Hit) -> TextNode:
-        metadata: dict[str, Any] = {
-            "path": hit.path,
-            "title": hit.title,
-            "heading_path": hit.heading_path,
-            "start_line": hit.start_line,
-            "end_line": hit.end_line,
-            "score": hit.score,
-            "confidence": hit.confidence,
-        }
-        if hit.source:
-            metadata["source"] = hit.source
-        if hit.explain is not None:
-            metadata["explain"] = hit.explain.to_dict()
-        hidden = [k for k in metadata if k not in ("path", "title", "heading_path")]
+        meta = metadata(hit)
         return TextNode(
-            id_=f"{hit.source}:{hit.path}#L{hit.start_line}-{hit.end_line}",
-            text=self._passage(hit),
-            metadata=metadata,
-            excluded_llm_metadata_keys=hidden,
-            excluded_embed_metadata_keys=list(metadata),
+            id_=node_id(hit),
+            text=passage(self.vault, hit),
+            metadata=meta,
+            excluded_llm_metadata_keys=[k for k in meta if k not in SHOWN],
+            excluded_embed_metadata_keys=list(meta),
         )
