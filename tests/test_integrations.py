@@ -1,8 +1,10 @@
 """vaultsearch inside other frameworks: the LlamaIndex retriever run by LlamaIndex's own
-query engine, with its own mock LLM (no model, no network), over a real index."""
+query engine with its own mock LLM, and the LangChain retriever in a chain with
+langchain-core's fake LLM (no model, no network), over a real index."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -11,8 +13,10 @@ from tests.conftest import write_files
 from vaultsearch import Vault
 from vaultsearch.embedding import Embedder
 
-pytest.importorskip("llama_index.core", reason="the llama-index extra is not installed")
-
+needs_llama_index = pytest.mark.skipif(
+    importlib.util.find_spec("llama_index") is None,
+    reason="the llama-index extra is not installed: pip install 'vaultsearch[llama-index]'",
+)
 NOTES = {
     "rivers.md": "# Rivers\n\nThe Danube flows through ten countries into the Black Sea.\n",
     "birds/owls.md": "# Owls\n\nSome intro.\n\n## Hunting\n\nBarn owls hunt at night by sound; see [[rivers]].\n",
@@ -28,6 +32,7 @@ def indexed(tmp_path: Path, embedder: Embedder) -> tuple[Path, Path]:
     return root, tmp_path / "index"
 
 
+@needs_llama_index
 def test_the_retriever_returns_the_vaults_hits_as_nodes(indexed: tuple[Path, Path]) -> None:
     from llama_index.core.schema import QueryBundle
 
@@ -52,6 +57,7 @@ def test_the_retriever_returns_the_vaults_hits_as_nodes(indexed: tuple[Path, Pat
     assert top.metadata["explain"]["total"] == pytest.approx(nodes[0].score, abs=1e-6)
 
 
+@needs_llama_index
 def test_a_query_engine_answers_from_the_vault_with_llama_indexs_mock_llm(
     indexed: tuple[Path, Path],
 ) -> None:
