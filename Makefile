@@ -18,7 +18,7 @@ TORCH_INDEX ?=
 # sentence vectors, and the last stop's release
 LATENCY_AGAINST ?= bceccfd f66f957
 
-.PHONY: setup setup-demo demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-reliability-store bench-reliability-attacks bench-tune bench-confidence bench-embedding bench-vault-quality bench-code bench-mcp-size bench-mcp-memory bench-sources browser bench-screenshot bench-prefix bench-chunking bench-ideas clean
+.PHONY: setup setup-demo demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-reliability-store bench-reliability-attacks bench-tune bench-confidence bench-embedding bench-vault-quality bench-code bench-mcp-size bench-mcp-memory bench-sources browser bench-screenshot bench-prefix bench-chunking bench-ideas bench-model-routes clean
 
 setup: $(STAMP)
 
@@ -66,6 +66,9 @@ bench-index: setup
 
 bench-quality: setup
 	$(BIN)/python bench/quality.py
+
+bench-model-routes: setup
+	$(BIN)/python bench/model_routes.py
 
 bench-latency: setup
 	$(BIN)/python bench/latency.py $(foreach r,$(LATENCY_AGAINST),--against $(r))

@@ -28,7 +28,7 @@ from vaultsearch.sourceconfig import SourceConfig, check_unique, read_managed, s
 
 DEFAULT_MODEL = "default"
 """Stands for all-MiniLM-L6-v2 as shipped inside vaultsearch (INT8 ONNX for ONNX Runtime)."""
-EMBEDDING_BACKENDS = ("auto", "onnx", "huggingface")
+EMBEDDING_BACKENDS = ("auto", "onnx", "huggingface", "openai")
 
 CONFIG_ENV = "VAULTSEARCH_CONFIG"
 
@@ -75,6 +75,14 @@ class EmbeddingConfig:
     cache_dir: str = ""
     """The per-user embedding cache; empty = $XDG_CACHE_HOME/vaultsearch, "off" = none."""
     cache_size_mb: int = 2048
+    url: str = ""
+    """backend openai: the API base of an OpenAI-compatible server (``.../v1``)."""
+    api_key_env: str = ""
+    """backend openai: the name of the environment variable holding the API key."""
+    timeout: float = 60.0
+    """backend openai: seconds to wait for one answer."""
+    retries: int = 4
+    """backend openai: more tries after a timeout, 429 or 5xx, with exponential backoff."""
 
 
 @dataclass(frozen=True)
@@ -114,7 +122,31 @@ class SearchConfig:
     recency: bool = True
     recency_tiers: list[list[float]] = field(default_factory=lambda: [[7, 1.2], [30, 1.1]])
     reranker: str = ""
+    """A local cross-encoder (the huggingface extra); setting it turns reranking on."""
+    rerank: bool = False
+    """Rerank the top notes: by ``rerank_url`` when set, else by ``reranker``."""
+    rerank_url: str = ""
+    """An OpenAI-compatible API base serving ``POST /rerank`` (Jina/Cohere/TEI shape)."""
+    rerank_model: str = ""
+    rerank_api_key_env: str = ""
     rerank_top: int = 30
+    rerank_weight: float = 1.0
+    """1 = the reranker's order alone among the top notes; 0 = the fused order."""
+    expand: bool = False
+    """LLM query expansion through ``expand_url``: rewrites and a hypothetical answer."""
+    expand_url: str = ""
+    """An OpenAI-compatible API base serving ``POST /chat/completions``."""
+    expand_model: str = ""
+    expand_api_key_env: str = ""
+    expand_rewrites: int = 3
+    expand_weight: float = 0.5
+    """Each expanded query's branches weigh this share of the original's."""
+    model_timeout: float = 30.0
+    """Seconds the rerank and expansion endpoints get per answer (one retry)."""
+
+    @property
+    def reranking(self) -> bool:
+        return self.rerank or bool(self.reranker)
 
 
 @dataclass(frozen=True)
@@ -346,6 +378,7 @@ def _validate(cfg: Config) -> None:
     )
     _require(cfg.watch.debounce_ms >= 0, "watch.debounce_ms", cfg.watch.debounce_ms, "must be >= 0")
     _validate_toolbox(cfg)
+    _validate_model_routes(e, s)
     a = cfg.answer
     _require(
         a.endpoint == "" or a.endpoint.startswith(("http://", "https://")),
@@ -365,6 +398,84 @@ def _validate(cfg: Config) -> None:
     except ValueError as exc:
         raise ConfigError(f"Config table '[parsers]' is invalid: {exc}") from None
     _validate_sources(cfg.sources)
+
+
+_URL_EXAMPLE = 'an http:// or https:// API base such as "http://127.0.0.1:11434/v1"'
+MODELS_DOC = "docs/Models.md"
+
+
+def _is_url(value: str) -> bool:
+    return value.startswith(("http://", "https://"))
+
+
+def _validate_model_routes(e: EmbeddingConfig, s: SearchConfig) -> None:
+    """The openai backend, the rerank endpoint and query expansion: each needs its URL,
+    and reranking needs a route, refused here rather than at the first query."""
+    if e.backend == "openai":
+        _require(_is_url(e.url), "embedding.url", e.url, f'backend "openai" needs {_URL_EXAMPLE}')
+        _require(
+            e.model != DEFAULT_MODEL,
+            "embedding.model",
+            e.model,
+            'backend "openai" needs the model name the server knows, e.g. "nomic-embed-text"',
+        )
+    else:
+        _require(e.url == "", "embedding.url", e.url, 'only backend "openai" uses a URL')
+    _require(e.timeout > 0, "embedding.timeout", e.timeout, "must be a positive number of seconds")
+    _require(e.retries >= 0, "embedding.retries", e.retries, "must be 0 or more")
+    for key in ("rerank_url", "expand_url"):
+        v = getattr(s, key)
+        _require(v == "" or _is_url(v), f"search.{key}", v, f'expected "" (off) or {_URL_EXAMPLE}')
+    _require(
+        0 <= s.rerank_weight <= 1, "search.rerank_weight", s.rerank_weight, "must be from 0 to 1"
+    )
+    _require(s.expand_weight >= 0, "search.expand_weight", s.expand_weight, "must be 0 or more")
+    _require(
+        0 <= s.expand_rewrites <= 10,
+        "search.expand_rewrites",
+        s.expand_rewrites,
+        "must be from 0 to 10",
+    )
+    _require(
+        s.model_timeout > 0,
+        "search.model_timeout",
+        s.model_timeout,
+        "must be a positive number of seconds",
+    )
+    if s.rerank_url:
+        _require(
+            bool(s.rerank_model.strip()),
+            "search.rerank_model",
+            s.rerank_model,
+            "must name the reranking model the server at search.rerank_url serves",
+        )
+    if s.expand:
+        _require(
+            bool(s.expand_url),
+            "search.expand",
+            s.expand,
+            f"needs search.expand_url, {_URL_EXAMPLE} serving /chat/completions (see {MODELS_DOC})",
+        )
+    if not s.reranking or s.rerank_url:
+        return
+    if not s.reranker:
+        raise ConfigError(
+            "Config key 'search.rerank' = true needs a reranker, and none is configured.",
+            fix='set search.rerank_url = "http://127.0.0.1:8080/v1" and search.rerank_model '
+            "to a server with /v1/rerank (llama.cpp, vLLM, text-embeddings-inference), or "
+            "search.reranker to a local cross-encoder with the huggingface extra "
+            f"(pip install 'vaultsearch[huggingface]'); see {MODELS_DOC}",
+        )
+    import importlib.util
+
+    if importlib.util.find_spec("sentence_transformers") is None:
+        raise ConfigError(
+            f"Config key 'search.reranker' = {s.reranker!r} needs the huggingface extra, "
+            "which is not installed.",
+            fix="pip install 'vaultsearch[huggingface]' (a CPU-only torch first, see "
+            f"docs/Getting Started.md), or set search.rerank_url to a rerank server; see "
+            f"{MODELS_DOC}",
+        )
 
 
 def _validate_sources(sources: tuple[SourceConfig, ...]) -> None:

@@ -134,7 +134,17 @@ class Explain:
     recency_added: float = 0.0
     """``(fused + name_added + graph_added) * (recency_multiplier - 1)``."""
     rerank_added: float = 0.0
-    """What the cross-encoder changed (its score replaces the fused one)."""
+    """What reranking changed: the reranked score is the best fused score plus
+    ``rerank_weight`` x relevance plus the rest x this note's share of the best fused."""
+    reranker: str = ""
+    """Which reranker scored this note (``rerank endpoint <model>``), empty when none did."""
+    relevance: float | None = None
+    """The reranker's relevance for the note's best passage, 0..1."""
+    rewrites: tuple[str, ...] = ()
+    """The queries LLM query expansion searched besides the one typed (``passage: ...``
+    for the hypothetical answer); their branches are named ``semantic@1`` and so on."""
+    notes: tuple[str, ...] = ()
+    """What did not go as configured: an expansion or rerank endpoint that failed."""
     expansions: tuple[str, ...] = ()
     """Query words that matched nothing and were widened: ``canvs~canva``, ``canv*canvas``."""
     confidence: float = 0.0
@@ -164,6 +174,11 @@ class Explain:
             "name_added", "graph_added", "recency_added", "rerank_added", "confidence", "coverage"
         ):  # fmt: skip
             out[key] = round(out[key], 6)
+        for key in ("reranker", "relevance", "rewrites", "notes"):  # only when a model ran
+            if out[key] in ("", None, (), []):
+                del out[key]
+        if self.relevance is not None:
+            out["relevance"] = round(self.relevance, 6)
         return out
 
 

@@ -27,7 +27,7 @@ from vaultsearch.embedding.locate import (
     model_id,
     runtime_model_folder,
 )
-from vaultsearch.errors import ModelLoadError
+from vaultsearch.errors import ModelLoadError, VaultsearchError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -83,9 +83,12 @@ class Embedder:
 
     @property
     def fingerprint(self) -> Fingerprint:
-        """Known without loading the model (it is read from files)."""
+        """Known without loading a local model (it is read from files); an endpoint is
+        asked for one vector first."""
         if self._fingerprint is None:
-            self._fingerprint = fingerprint(self.config)
+            # an endpoint's dimension is known from its first answer only
+            dim = self.dimension if self.backend_name == "openai" else None
+            self._fingerprint = fingerprint(self.config, dim)
         return self._fingerprint
 
     @property
@@ -131,10 +134,14 @@ class Embedder:
                     self.fingerprint,
                     threads=self.threads,
                 )
+            if self.backend_name == "openai":
+                from vaultsearch.embedding.openai_backend import OpenAIBackend
+
+                return OpenAIBackend(self.config, self.model_id)
             from vaultsearch.embedding.huggingface import HuggingFaceBackend
 
             return HuggingFaceBackend(self.config, self.model_id, self.fingerprint, self.threads)
-        except ModelLoadError:
+        except VaultsearchError:
             raise
         except Exception as exc:
             raise ModelLoadError(

@@ -22,8 +22,8 @@ ONNX_FILE = "model.onnx"
 _FIX = "set embedding.model to a local model folder, or to 'default' for the bundled model"
 HF_EXTRA_FIX = (
     "pip install 'vaultsearch[huggingface]' (install a CPU-only torch first, see "
-    'docs/Install.md), or set embedding.backend = "onnx" and embedding.model = '
-    '"default" for the bundled model'
+    '"The Hugging Face backend" in docs/Getting Started.md), or set embedding.backend = '
+    '"onnx" and embedding.model = "default" for the bundled model'
 )
 
 
@@ -104,6 +104,8 @@ def _conversion_record(folder: Path) -> dict[str, object]:
 def model_dimension(model: str, backend: str = "auto") -> int | None:
     """The output size read from the model's files, without importing a runtime."""
     config = EmbeddingConfig(model=model, backend=backend)
+    if backend == "openai":
+        return None  # known from the server's first answer only
     if backend_name(config) == "onnx":
         try:
             record = _conversion_record(runtime_model_folder(config))
@@ -168,15 +170,19 @@ def use_bf16(config: EmbeddingConfig) -> bool:
     return config.device == "cpu" and (p == "bfloat16" or (p == "auto" and cpu_supports_bf16()))
 
 
-def fingerprint(config: EmbeddingConfig) -> Fingerprint:
+def fingerprint(config: EmbeddingConfig, dimension: int | None = None) -> Fingerprint:
     """What makes this configuration's vectors, computed from files alone.
 
     The precision is that of the stored weights (INT8 against the checkpoint's own),
     not the compute precision: bf16 and f32 compute of the same weights agree to a
     cosine of 0.9999, too little to rebuild for when ``embedding.precision`` changes or
-    an index is copied to a CPU without bf16.
+    an index is copied to a CPU without bf16. An endpoint's vectors are known by the
+    model name and the ``dimension`` of its answers (the caller's, from a first answer
+    or a manifest): nothing else of the weights behind an API can be seen.
     """
     mid = model_id(config.model)
+    if backend_name(config) == "openai":
+        return endpoint_fingerprint(mid, dimension)
     if backend_name(config) == "onnx":
         folder = runtime_model_folder(config)
         record = _conversion_record(folder)
@@ -191,3 +197,9 @@ def fingerprint(config: EmbeddingConfig) -> Fingerprint:
         weights = _weights_digest(local)
     device = "" if config.device == "cpu" else f"-{config.device}"
     return Fingerprint(mid, weights, f"torch{device}", "checkpoint")
+
+
+def endpoint_fingerprint(model_id: str, dimension: int | None) -> Fingerprint:
+    """Model name and dimension: all an API shows of the weights behind it."""
+    weights = f"dim{dimension}" if dimension else "dim-unknown"
+    return Fingerprint(model_id, weights, "openai-api", "normalised")

@@ -52,6 +52,7 @@ from vaultsearch.store.manifest import (
     read_manifest,
     read_state,
     rebuild_scope,
+    recorded_dimension,
 )
 from vaultsearch.store.vectors import normalize
 from vaultsearch.store.verify import CheckReport, verify_store
@@ -219,7 +220,9 @@ class IndexManager:
                     "rebuild", ["an index of an older format: rebuilt reusing its embeddings"]
                 )
             return IndexCheck("rebuild", ["no index has been built yet"])
-        changes = manifest_differences(read_manifest(current.root), expected_manifest(self.config))
+        old = read_manifest(current.root)
+        expected = expected_manifest(self.config, recorded_dimension(old, self.config))
+        changes = manifest_differences(old, expected)
         if changes:
             return IndexCheck("rebuild", [f"manifest field changed: {c}" for c in changes], changes)
         if damage := catalog_problems(current):
@@ -758,7 +761,8 @@ class IndexManager:
     ) -> float:
         """Embed only texts no store holds (this catalog, the catalogs a rebuild may
         reuse, the per-user cache); each sub-batch is committed at once, so an
-        interrupted run never pays for the same chunk again. The progress bar moves
+        interrupted run never pays for the same chunk again; when the model fails (an
+        endpoint gone), what it answered before is committed first. The progress bar moves
         after every model call, its files credited in proportion to the chunks embedded
         (returned, so the commit credits the rest)."""
         key = self.embedder.cache_key
@@ -797,24 +801,31 @@ class IndexManager:
         for start in range(0, len(missing), EMBED_BATCH):
             part = missing[start : start + EMBED_BATCH]
             vecs = []
+            failure: Exception | None = None
             for at in range(0, len(part), step):
                 if self.cancel_requested.is_set():
                     part = part[:at]
                     break
                 piece = part[at : at + step]
                 working_on(self.progress, path_of[piece[0][0]])
-                vecs.append(self.embedder.embed_texts([t for _, t in piece]))
+                try:
+                    vecs.append(self.embedder.embed_texts([t for _, t in piece]))
+                except Exception as exc:  # keep what the model answered before it failed
+                    part, failure = part[:at], exc
+                    break
                 share = files * len(piece) / len(missing)
                 credited += share
                 self.progress.advance(files=share, chunks=len(piece))
             if not part:
-                raise _Cancelled
+                raise failure or _Cancelled()
             with catalog.transaction():
                 vectors = normalize(np.vstack(vecs))
                 catalog.put_embeddings(key, zip((h for h, _ in part), vectors, strict=True))
             self.cache.put(key, dict(zip((h for h, _ in part), vectors, strict=True)))
             summary.chunks_embedded += sum(h in chunk_hashes for h, _ in part)
             summary.sentences_embedded += sum(h not in chunk_hashes for h, _ in part)
+            if failure is not None:
+                raise failure
             if self.cancel_requested.is_set():
                 raise _Cancelled
         return credited

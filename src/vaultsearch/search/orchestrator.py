@@ -7,7 +7,6 @@ only model call at query time is the query itself.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -17,10 +16,13 @@ from typing import cast
 import numpy as np
 
 from vaultsearch.config import Config
-from vaultsearch.embedding import Embedder, PairScorer, load_reranker
+from vaultsearch.embedding import Embedder
+from vaultsearch.embedding.endpoint import EndpointError
+from vaultsearch.embedding.rerank import Reranker, make_reranker
 from vaultsearch.errors import IndexIncompatibleError, QueryError
 from vaultsearch.models import Hit, Passage, SourceKind
 from vaultsearch.search.confidence import Evidence, confidence, coverage, idf
+from vaultsearch.search.expansion import QueryExpander
 from vaultsearch.search.filters import KINDS, NoteMeta, SearchFilters
 from vaultsearch.search.query import ParsedQuery, parse_query, words
 from vaultsearch.search.ranking import Candidate, FusionSettings, complete, fuse
@@ -58,7 +60,8 @@ class QueryOrchestrator:
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="vaultsearch-query")
         self._lock = threading.Lock()
         self._snapshot: Snapshot | None = None
-        self._reranker: PairScorer | None = None
+        self._reranker: Reranker | None = None
+        self._expander: QueryExpander | None = None
         self.last_timings: dict[str, float] = {}
 
     # --- index generations ------------------------------------------------------
@@ -115,11 +118,60 @@ class QueryOrchestrator:
             return []
         per_strategy = max(self.config.search.candidates, top_k * 4)
         retrieved = self.retrieve(snap, parsed, mode, per_strategy, allowed_notes)
-        candidates = self.rank(snap, retrieved, mode, allowed_notes)
-        ranked = self._rerank(snap, parsed, candidates)
+        notes: list[str] = []
+        retrieved, settings, rewrites = self._expand(
+            snap, parsed, retrieved, mode, per_strategy, allowed_notes, notes
+        )
+        candidates = self.rank(snap, retrieved, mode, allowed_notes, settings)
+        ranked = self._rerank(snap, parsed, candidates, notes)
         if filters.min_score is not None:
             ranked = [c for c in ranked if c.score >= filters.min_score]
+        if explain and (rewrites or notes):
+            for c in ranked[:top_k]:
+                c.explain = replace(c.explain, rewrites=rewrites, notes=tuple(notes))
         return self._hits(snap, parsed, retrieved, ranked[:top_k], explain)
+
+    def _expand(
+        self,
+        snap: Snapshot,
+        parsed: ParsedQuery,
+        retrieved: Retrieved,
+        mode: str,
+        k: int,
+        allowed_notes: set[int] | None,
+        notes: list[str],
+    ) -> tuple[Retrieved, FusionSettings | None, tuple[str, ...]]:
+        """The query's branches plus those of each expanded query (``semantic@1``, ...),
+        weighted ``expand_weight`` of their original, for the one fusion. Keyword mode
+        is left literal: it promises notes that contain the words typed."""
+        s = self.config.search
+        if not s.expand or mode == "keyword" or not parsed.text.strip():
+            return retrieved, None, ()
+        try:
+            expansion = self._load_expander().expand(parsed.text)
+        except EndpointError as exc:
+            notes.append(f"query expansion failed, the query was searched alone: {exc.message}")
+            return retrieved, None, ()
+        base = FusionSettings.from_config(s, mode)
+        weights = dict(base.weights)
+        branches = dict(retrieved.branches)
+        for label, text in expansion.queries():
+            variant = parse_query(text)
+            if not variant.text.strip():
+                continue
+            found = self.retrieve(
+                snap, variant, "semantic" if label == "p" else mode, k, allowed_notes
+            )
+            for branch, hits in found.branches.items():
+                branches[f"{branch}@{label}"] = hits
+                weights[f"{branch}@{label}"] = base.weights.get(branch, 1.0) * s.expand_weight
+        settings = replace(base, weights=weights)
+        return replace(retrieved, branches=branches), settings, expansion.shown()
+
+    def _load_expander(self) -> QueryExpander:
+        if self._expander is None:
+            self._expander = QueryExpander(self.config.search)
+        return self._expander
 
     def retrieve(
         self,
@@ -169,9 +221,11 @@ class QueryOrchestrator:
         if semantic_on:
             t = time.perf_counter()
             try:
-                vector.append(
-                    self.embedder.embed_query(parsed.text or " ".join(parsed.highlight_terms))
+                query_vector = self.embedder.embed_query(
+                    parsed.text or " ".join(parsed.highlight_terms)
                 )
+                _same_dimension(query_vector, snap)
+                vector.append(query_vector)
             finally:
                 vector_ready.set()  # the keyword job waits for it, also when embedding fails
             results["semantic"] = snap.vectors.search(vector[0], k, allowed)
@@ -217,27 +271,38 @@ class QueryOrchestrator:
         )
 
     def _rerank(
-        self, snap: Snapshot, parsed: ParsedQuery, candidates: list[Candidate]
+        self, snap: Snapshot, parsed: ParsedQuery, candidates: list[Candidate], notes: list[str]
     ) -> list[Candidate]:
+        """The top ``rerank_top`` notes by ``rerank_weight`` x the reranker's relevance
+        plus the rest x their fused score over the best one, all above the notes not
+        reranked, whose order and scores stay. An endpoint that fails leaves the fused
+        order, said in explain: a search that worked without the reranker still does."""
         s = self.config.search
-        if not s.reranker or not candidates:
+        if not s.reranking or not candidates:
             return candidates
         model = self._load_reranker()
         head, tail = candidates[: s.rerank_top], candidates[s.rerank_top :]
         rows = snap.chunk_rows([c.chunks[0] for c in head])
-        pairs = [(parsed.text, rows[c.chunks[0]].text) for c in head]
-        scores = [float(s) for s in model.predict(pairs)]
+        try:
+            scores = model.relevance(parsed.text, [rows[c.chunks[0]].text for c in head])
+        except EndpointError as exc:
+            notes.append(f"reranking failed, the fused order was kept: {exc.message}")
+            return candidates
         ceiling = candidates[0].score  # the best fused score: every reranked hit goes above
+        w = s.rerank_weight
         for c, score in zip(head, scores, strict=True):
-            new = ceiling + 1.0 / (1.0 + math.exp(-score))
-            c.explain = replace(c.explain, rerank_added=new - c.explain.total)
+            share = c.score / ceiling if ceiling > 0 else 0.0
+            new = ceiling + w * score + (1.0 - w) * share
+            c.explain = replace(
+                c.explain, rerank_added=new - c.explain.total, reranker=model.name, relevance=score
+            )
             c.score = c.explain.total
         head.sort(key=lambda c: (-c.score, snap.notes[c.note_id].path))
         return head + tail
 
-    def _load_reranker(self) -> PairScorer:
+    def _load_reranker(self) -> Reranker:
         if self._reranker is None:
-            self._reranker = load_reranker(self.config.search.reranker)
+            self._reranker = make_reranker(self.config.search)
         return self._reranker
 
     def _hits(
@@ -369,6 +434,18 @@ def _score_found(
     cosines = dict(snap.vectors.score(vector, chunks)) if chunks is not None and len(chunks) else {}
     best = dict(snap.sentences.best(vector, [c for c, _ in keyword])) if sentences else {}
     return _Scored(cosines, best)
+
+
+def _same_dimension(vector: np.ndarray, snap: Snapshot) -> None:
+    """A model server can change the model behind a name; its vectors then no longer fit
+    the index, which must say so rather than fail inside FAISS."""
+    if vector.shape[0] != snap.vectors.dim:
+        raise IndexIncompatibleError(
+            f"The embedding model answered {vector.shape[0]}-dimensional query vectors, but "
+            f"the index holds {snap.vectors.dim}-dimensional ones.",
+            fix="run 'vaultsearch index' to rebuild with the model now served, or serve the "
+            "model the index was built with; keyword search (--mode keyword) still works",
+        )
 
 
 def _kind(kind: str) -> SourceKind:

@@ -27,14 +27,14 @@ SPEC_VERSION = 2
 def expected_manifest(config: Config, dimension: int | None = None) -> dict[str, Any]:
     from vaultsearch.store.keywords import TEXT_FIELDS, tokenizer_name  # not for opening a vault
 
+    if dimension is None:
+        dimension = model_dimension(config.embedding.model, config.embedding.backend)
     return {
         "spec_version": SPEC_VERSION,
         "embedding": {
             "model": model_id(config.embedding.model),
-            "dimension": dimension
-            if dimension is not None
-            else model_dimension(config.embedding.model, config.embedding.backend),
-            "fingerprint": _fingerprint(config),
+            "dimension": dimension,
+            "fingerprint": _fingerprint(config, dimension),
         },
         # a list, not a table: the first matching glob wins, so order shapes the index
         "parsers": [[glob, name] for glob, name in config.parsers.items()],
@@ -72,10 +72,26 @@ def is_recorded(key: str) -> bool:
     return key in RECORDED_SETTINGS or key.startswith("parsers.")
 
 
-def _fingerprint(config: Config) -> dict[str, str] | None:
+def recorded_dimension(old: dict[str, Any] | None, config: Config) -> int | None:
+    """For an endpoint backend, the dimension the index was built with, when it was built
+    by the same model over an endpoint too: what the server answers cannot be known
+    without asking it, and ``index --check`` asks nothing. A changed model name still
+    shows as a change; a server that changed the weights behind one name does not."""
+    if config.embedding.backend != "openai" or old is None:
+        return None
+    embedding = old.get("embedding") or {}
+    recorded = embedding.get("fingerprint") or {}
+    same = embedding.get("model") == config.embedding.model and (
+        isinstance(recorded, dict) and recorded.get("runtime") == "openai-api"
+    )
+    dim = embedding.get("dimension")
+    return dim if same and isinstance(dim, int) else None
+
+
+def _fingerprint(config: Config, dimension: int | None) -> dict[str, str] | None:
     """Weights, runtime and precision: vectors made otherwise are not interchangeable."""
     try:
-        return fingerprint(config.embedding).to_dict()
+        return fingerprint(config.embedding, dimension).to_dict()
     except ModelLoadError:
         return None  # a missing model is reported, with its fix, when it is loaded
 
