@@ -228,7 +228,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 # --- check, init, watch, mcp ----------------------------------------------------------
 def cmd_check(args: argparse.Namespace) -> int:
     vault = _open(args)
-    vault.require_index()
+    if not vault.layout.all_generations():  # a lost CURRENT or catalog is for check to say
+        vault.require_index()
     repaired: dict[str, Any] | None = None
     if args.repair:
         manager = vault.manager()
