@@ -149,8 +149,11 @@ def cmd_search(args: argparse.Namespace) -> int:
         path_prefix=args.path_prefix,
         files=args.file,
     )
+    if hits.degraded:
+        print(f"warning: {hits.degraded}", file=sys.stderr)
     if args.json or not sys.stdout.isatty():
-        _print_json([h.to_dict() for h in hits])
+        extra = {"degraded": hits.degraded} if hits.degraded else {}
+        _print_json([{**h.to_dict(), **extra} for h in hits])
         return 0
     _print_hits(hits, args.explain)
     return 0

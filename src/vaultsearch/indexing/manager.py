@@ -343,6 +343,8 @@ class IndexManager:
         with self._writing("wait for it to finish; the writer repairs the index itself"):
             t0 = time.perf_counter()
             current = self.layout.current()
+            if current is not None and not current.root.is_dir():
+                current = None  # CURRENT names a generation that is not there
             if current is None and (current := newest_intact(self.layout)) is not None:
                 summary.repaired.append(
                     f"CURRENT: missing or unreadable; started from generation {current.name}"

@@ -18,8 +18,8 @@ import numpy as np
 
 from vaultsearch.config import Config
 from vaultsearch.embedding import Embedder, PairScorer, load_reranker
-from vaultsearch.errors import IndexIncompatibleError, QueryError
-from vaultsearch.models import Hit, Passage, SourceKind
+from vaultsearch.errors import IndexCorruptError, IndexIncompatibleError, QueryError
+from vaultsearch.models import Hit, Passage, SearchHits, SourceKind
 from vaultsearch.search.confidence import Evidence, confidence, coverage, idf
 from vaultsearch.search.filters import KINDS, NoteMeta, SearchFilters
 from vaultsearch.search.query import ParsedQuery, parse_query, words
@@ -91,7 +91,7 @@ class QueryOrchestrator:
         mode: str = "hybrid",
         filters: SearchFilters | None = None,
         explain: bool = False,
-    ) -> list[Hit]:
+    ) -> SearchHits:
         if mode not in MODES:
             raise QueryError(f"Unknown search mode {mode!r}; use one of: {', '.join(MODES)}.")
         if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= MAX_TOP_K:
@@ -101,8 +101,9 @@ class QueryOrchestrator:
         parsed = parse_query(query)
         filters = (filters or SearchFilters()).with_query(parsed.tags, parsed.paths)
         if parsed.empty and not parsed.text:
-            return []
+            return SearchHits()
         snap = self.snapshot()
+        mode, degraded = _mode_left(snap, mode)
         if mode != "keyword" and snap.model and snap.model != self.embedder.model_id:
             raise IndexIncompatibleError(
                 f"The index was built with the embedding model '{snap.model}', but the "
@@ -112,14 +113,14 @@ class QueryOrchestrator:
             )
         allowed_notes = snap.allowed_notes(filters)
         if allowed_notes is not None and not allowed_notes:
-            return []
+            return SearchHits(degraded=degraded)
         per_strategy = max(self.config.search.candidates, top_k * 4)
         retrieved = self.retrieve(snap, parsed, mode, per_strategy, allowed_notes)
         candidates = self.rank(snap, retrieved, mode, allowed_notes)
         ranked = self._rerank(snap, parsed, candidates)
         if filters.min_score is not None:
             ranked = [c for c in ranked if c.score >= filters.min_score]
-        return self._hits(snap, parsed, retrieved, ranked[:top_k], explain)
+        return SearchHits(self._hits(snap, parsed, retrieved, ranked[:top_k], explain), degraded)
 
     def retrieve(
         self,
@@ -369,6 +370,45 @@ def _score_found(
     cosines = dict(snap.vectors.score(vector, chunks)) if chunks is not None and len(chunks) else {}
     best = dict(snap.sentences.best(vector, [c for c, _ in keyword])) if sentences else {}
     return _Scored(cosines, best)
+
+
+_NEEDS = {"hybrid": ("vectors", "keywords"), "semantic": ("vectors",), "keyword": ("keywords",)}
+_FALLBACK = {"vectors": "keyword", "keywords": "semantic"}
+
+
+def _mode_left(snap: Snapshot, mode: str) -> tuple[str, str | None]:
+    """The mode a search can run on this snapshot, and the sentence saying what it went
+    without: hybrid falls back to the branch that can be read; a mode whose only branch
+    is damaged fails, as a semantic search must not answer with nothing found."""
+    lost = [name for name in _NEEDS[mode] if name in snap.damaged]
+    if lost and (mode != "hybrid" or len(lost) == 2):
+        name = lost[0]
+        raise IndexCorruptError(
+            f"{_LABEL[name].capitalize()} cannot be used ({snap.damaged[name]}), so {mode} search "
+            "cannot run.",
+            fix="vaultsearch check --repair"
+            + ("" if len(lost) == 2 else f" (--mode {_FALLBACK[name]} works meanwhile)"),
+        )
+    said = []
+    if lost:
+        name = lost[0]
+        mode = _FALLBACK[name]
+        said.append(f"{_LABEL[name]} cannot be used ({snap.damaged[name]}): {mode}-only results")
+    if mode != "keyword" and "sentences" in snap.damaged:
+        said.append(f"{_LABEL['sentences']} cannot be used ({snap.damaged['sentences']})")
+    if mode != "keyword" and "graph" in snap.damaged:  # keyword mode has no graph boost
+        said.append(f"{_LABEL['graph']} cannot be used ({snap.damaged['graph']})")
+    if not said:
+        return mode, None
+    return mode, "Degraded search: " + "; ".join(said) + "; run 'vaultsearch check --repair'."
+
+
+_LABEL = {
+    "vectors": "the vector index",
+    "keywords": "the keyword index",
+    "sentences": "the sentence vectors",
+    "graph": "the link graph",
+}
 
 
 def _kind(kind: str) -> SourceKind:

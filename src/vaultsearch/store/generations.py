@@ -105,7 +105,9 @@ def publish(layout: IndexLayout, generation: Generation) -> None:
 def sweep(layout: IndexLayout) -> list[str]:
     """Remove every generation but the live one that no reader holds, and the
     leftovers of killed runs. Only the writer-lock holder may call it."""
-    current = layout.current() or newest_intact(layout)
+    current = layout.current()
+    if current is None or not current.root.is_dir():
+        current = newest_intact(layout)
     removed = []
     for generation in layout.all_generations():
         if current is not None and generation.name == current.name:

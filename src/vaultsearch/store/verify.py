@@ -79,7 +79,7 @@ def _embedding_key(embedding: dict[str, Any], config: Config) -> str:
 def verify_store(layout: IndexLayout, config: Config) -> CheckReport:
     report = CheckReport()
     generation = layout.current()
-    if generation is None:
+    if generation is None or not generation.root.is_dir():
         on_disk = layout.all_generations()
         report.problems.append(
             f"CURRENT: missing or unreadable, with generation {on_disk[-1].name} on disk"

@@ -47,5 +47,10 @@ class GraphPart:
             return ["graph: differs from the notes and links in the catalog"]
         return []
 
+    def damage(self, state: dict[str, Any]) -> str | None:
+        if not self.path.is_file() and state.get("links"):
+            return "graph.json is missing"
+        return None
+
     def reader(self) -> Any:
         return load_graph(self.path) if self.path.is_file() else nx.DiGraph()

@@ -240,6 +240,14 @@ class KeywordPart:
             problems.append(f"keywords: {len(missing)} catalog chunks missing")
         return problems
 
+    def damage(self, state: dict[str, Any]) -> str | None:
+        """At open: the one file Tantivy has no checksum for, against the state file
+        (the segments' own checksums are read whole by ``check`` only)."""
+        recorded = state.get("keyword_meta_sha256")
+        if recorded is not None and recorded != _meta_digest(self.folder):
+            return "keywords/meta.json differs from the one the writer committed"
+        return None
+
     def reader(self) -> Any:
         index = open_for_reading(self.folder, self.stemming)
         guarded(lambda: index.index.config_reader("manual"), "open")
