@@ -463,6 +463,11 @@ def test_a_lost_current_is_repaired_from_the_intact_generation(
     cached = embeddings()
     code, out = run("check", str(root), "--index-dir", str(index_dir))
     assert code == 1 and "CURRENT: missing or unreadable, with generation g" in out, out
+    with (  # not "no index has been built"
+        Vault.open(root, index_dir=index_dir) as vault,
+        pytest.raises(IndexCorruptError, match="check --repair"),
+    ):
+        vault.search("glacier", mode="keyword")
     repaired = _repair(root, index_dir)
     assert repaired["chunks_embedded"] == 0 and embeddings() == cached
     assert any(x.startswith("CURRENT: ") for x in repaired["derived"])  # type: ignore[union-attr]

@@ -14,6 +14,7 @@ from vaultsearch.embedding import Embedder
 from vaultsearch.errors import (
     ConfigError,
     IndexBusyError,
+    IndexCorruptError,
     IndexMissingError,
     VaultNotFoundError,
 )
@@ -252,6 +253,14 @@ class Vault:
 
     def require_index(self) -> None:
         if not self.layout.exists():
+            from vaultsearch.store.generations import newest_intact
+
+            if (found := newest_intact(self.layout)) is not None:
+                raise IndexCorruptError(
+                    f"The index in {self.index_dir} cannot be opened: CURRENT or the "
+                    f"catalog is missing or unreadable (generation {found.name} is on disk).",
+                    fix=f"vaultsearch check --repair '{self.root}'",
+                )
             raise IndexMissingError(
                 f"No index has been built for {self.root} yet (looked in {self.index_dir}).",
                 fix=f"vaultsearch index '{self.root}'",

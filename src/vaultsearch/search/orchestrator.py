@@ -8,6 +8,7 @@ only model call at query time is the query itself.
 from __future__ import annotations
 
 import math
+import sqlite3
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -91,6 +92,23 @@ class QueryOrchestrator:
         mode: str = "hybrid",
         filters: SearchFilters | None = None,
         explain: bool = False,
+    ) -> SearchHits:
+        try:
+            return self._search(query, top_k, mode, filters, explain)
+        except (sqlite3.Error, UnicodeDecodeError) as exc:  # a catalog damaged since open
+            first = str(exc).splitlines()[0][:160] if str(exc) else ""
+            raise IndexCorruptError(
+                f"The catalog cannot be read ({type(exc).__name__}: {first}).",
+                fix="vaultsearch check --repair",
+            ) from exc
+
+    def _search(
+        self,
+        query: str,
+        top_k: int,
+        mode: str,
+        filters: SearchFilters | None,
+        explain: bool,
     ) -> SearchHits:
         if mode not in MODES:
             raise QueryError(f"Unknown search mode {mode!r}; use one of: {', '.join(MODES)}.")
