@@ -562,3 +562,29 @@ def test_the_mcp_search_tool_says_its_answer_is_degraded(indexed: tuple[Path, Pa
         anyio.run(session)
     finally:
         lock.release()
+
+
+@pytest.mark.parametrize("suffix", [".idx", ".fieldnorm"])
+def test_flipped_bytes_in_a_keyword_segment_are_flagged_not_silent(
+    indexed: tuple[Path, Path], suffix: str
+) -> None:
+    """Flipped bytes in a Tantivy ``.idx`` changed answers without a panic; the segment's
+    own checksum, read when a reader opens the generation, now fails keyword search and
+    leaves hybrid semantic-only, flagged."""
+    root, index_dir = indexed
+    segment = _segment_file(index_dir, suffix)
+    data = bytearray(segment.read_bytes())
+    data[len(data) // 3] ^= 0xFF
+    _replace_bytes(segment, bytes(data))
+    with Vault.open(root, index_dir=index_dir) as vault:
+        with pytest.raises(IndexCorruptError, match="check --repair"):
+            vault.search("glacier", mode="keyword")
+        hits = vault.search("glacier")
+        assert (
+            hits.degraded
+            and "keyword index" in hits.degraded
+            and "fails its checksum" in (hits.degraded)
+        )
+    assert _repair(root, index_dir)["chunks_embedded"] == 0
+    with Vault.open(root, index_dir=index_dir) as vault:
+        assert vault.search("glacier").degraded is None
