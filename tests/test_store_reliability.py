@@ -9,6 +9,7 @@ import contextlib
 import io
 import json
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -30,6 +31,7 @@ from vaultsearch.store.catalog import open_catalog_for_reading
 from vaultsearch.store.embedcache import EmbeddingCache
 from vaultsearch.store.generations import hold_current
 from vaultsearch.store.layout import IndexLayout
+from vaultsearch.store.lock import WriterLock
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
@@ -359,3 +361,230 @@ def test_a_long_lived_writer_still_finds_a_catalog_damaged_after_its_own_run(
         summary = vault.index()
         assert any(r.startswith("catalog:") for r in summary.rebuild_reasons), summary
         assert [h.path for h in vault.search("glacier", mode="keyword")]
+
+
+# --- issue 22: repair that always repairs, and no silent degraded answer -------------
+QUERIES = ["glacier", "river canyon", "Note 007", "meadow"]
+
+
+def _answers(root: Path, index_dir: Path) -> dict[str, list[tuple[str, float]]]:
+    """Hybrid answers, with scores: a repair must give back the index it replaced."""
+    with Vault.open(root, index_dir=index_dir) as vault:
+        return {q: [(h.path, round(h.score, 5)) for h in vault.search(q)] for q in QUERIES}
+
+
+def _flip_bytes(path: Path, n: int = 200, seed: int = 0) -> None:
+    """``n`` bytes inverted at random places past the SQLite header (damage that still
+    opens, the kind ``quick_check`` let through), written to a new file renamed over."""
+    rng = random.Random(seed)
+    data = bytearray(path.read_bytes())
+    for _ in range(n):
+        data[rng.randrange(100, len(data))] ^= 0xFF
+    _replace_bytes(path, bytes(data))
+
+
+def _repair(root: Path, index_dir: Path) -> dict[str, object]:
+    """``check --repair`` alone: exit 0, consistent, and what it reported."""
+    args = [str(root), "--index-dir", str(index_dir)]
+    code, out = run("check", "--repair", "--json", *args)
+    report = json.loads(out)
+    assert code == 0 and report["ok"], report
+    assert run("check", *args) == (
+        0,
+        "consistent (notes 40, chunks 40, vectors 40, keyword_docs 40)\n",
+    )
+    return dict(report["repaired"])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4])
+def test_flipped_bytes_in_the_catalog_are_repaired_by_check_repair_alone(
+    indexed: tuple[Path, Path], seed: int
+) -> None:
+    """200 inverted bytes in catalog.sqlite crashed both ``check --repair`` and ``index``
+    (a text no longer UTF-8). The repair rebuilds it from the files with the cached
+    vectors: nothing embedded, and the same hybrid answers, scores included."""
+    root, index_dir = indexed
+    before = _answers(root, index_dir)
+    _flip_bytes(IndexLayout(index_dir).live.catalog, seed=seed)
+    cached = embeddings()
+    code, out = run("check", str(root), "--index-dir", str(index_dir))
+    assert code == 1 and "  - catalog: " in out, out
+    repaired = _repair(root, index_dir)
+    assert repaired["chunks_embedded"] == 0
+    assert "catalog: rebuilt from the vault's files" in repaired["derived"]  # type: ignore[operator]
+    assert embeddings() == cached
+    assert _answers(root, index_dir) == before
+
+
+def test_index_on_a_damaged_catalog_rebuilds_instead_of_crashing(
+    indexed: tuple[Path, Path],
+) -> None:
+    root, index_dir = indexed
+    _flip_bytes(IndexLayout(index_dir).live.catalog, seed=2)
+    code, out = run("index", str(root), "--index-dir", str(index_dir), "--json")
+    assert code == 0
+    summary = json.loads(out)
+    assert summary["chunks_embedded"] == 0
+    assert any(r.startswith("catalog: ") for r in summary["rebuild_reasons"]), summary
+    assert run("check", str(root), "--index-dir", str(index_dir))[0] == 0
+
+
+def test_a_damaged_catalog_without_the_cache_salvages_its_readable_rows(
+    tmp_path: Path, embedder: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no per-user cache the damaged catalog's own vectors are read one row at a
+    time (unit length, the right size): only what the damage destroyed is embedded."""
+    monkeypatch.setenv("VAULTSEARCH_CACHE_DIR", "off")
+    root = write_files(tmp_path / "vault", notes())
+    index_dir = tmp_path / "index"
+    with Vault.open(root, index_dir=index_dir) as vault:
+        first = vault.index()
+    _flip_bytes(IndexLayout(index_dir).live.catalog, seed=0)
+    repaired = _repair(root, index_dir)
+    line = next(x for x in repaired["derived"] if x.startswith("embeddings: "))  # type: ignore[attr-defined]
+    salvaged = int(line.split(", ")[1].split()[0])
+    total = first.chunks_embedded + first.sentences_embedded
+    assert 0 < salvaged < total, line
+    assert repaired["chunks_embedded"] < first.chunks_embedded
+    assert f"{salvaged} read from the damaged catalog" in line
+
+
+@pytest.mark.parametrize("how", ["delete", "garbage", "names-nothing"])
+def test_a_lost_current_is_repaired_from_the_intact_generation(
+    indexed: tuple[Path, Path], how: str
+) -> None:
+    root, index_dir = indexed
+    before = _answers(root, index_dir)
+    layout = IndexLayout(index_dir)
+    if how == "delete":
+        layout.pointer.unlink()
+    else:
+        _replace_bytes(layout.pointer, b"\xff\xfe\x00g0" if how == "garbage" else b"g999999\n")
+    cached = embeddings()
+    code, out = run("check", str(root), "--index-dir", str(index_dir))
+    assert code == 1 and "CURRENT: missing or unreadable, with generation g" in out, out
+    with (  # not "no index has been built"
+        Vault.open(root, index_dir=index_dir) as vault,
+        pytest.raises(IndexCorruptError, match="check --repair"),
+    ):
+        vault.search("glacier", mode="keyword")
+    repaired = _repair(root, index_dir)
+    assert repaired["chunks_embedded"] == 0 and embeddings() == cached
+    assert any(x.startswith("CURRENT: ") for x in repaired["derived"])  # type: ignore[union-attr]
+    assert _answers(root, index_dir) == before
+
+
+def test_a_deleted_catalog_is_repaired(indexed: tuple[Path, Path]) -> None:
+    root, index_dir = indexed
+    before = _answers(root, index_dir)
+    IndexLayout(index_dir).live.catalog.unlink()
+    cached = embeddings()
+    assert run("check", str(root), "--index-dir", str(index_dir))[0] == 1
+    repaired = _repair(root, index_dir)
+    assert repaired["chunks_embedded"] == 0 and embeddings() == cached
+    assert _answers(root, index_dir) == before
+
+
+def _search_cli(root: Path, index_dir: Path, mode: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "vaultsearch.cli", "search", "glacier", "--mode", mode]
+    return subprocess.run(
+        [*argv, "--json", "--vault", str(root), "--index-dir", str(index_dir)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize("how", ["delete", "flip"])
+def test_a_damaged_vector_file_is_never_a_silent_answer(
+    indexed: tuple[Path, Path], how: str
+) -> None:
+    """Deleted, semantic search answered [] and hybrid keyword-only hits, exit 0 and
+    nothing said; flipped bytes changed the answers. Now semantic search fails naming
+    the repair, and hybrid answers keyword-only hits flagged as degraded on the Python
+    API and in the CLI (stderr and --json)."""
+    root, index_dir = indexed
+    with Vault.open(root, index_dir=index_dir) as vault:
+        keyword = [h.path for h in vault.search("glacier", mode="keyword")]
+    vectors = IndexLayout(index_dir).live.vectors
+    if how == "delete":
+        vectors.unlink()
+    else:
+        _flip_bytes(vectors, n=50)
+    with Vault.open(root, index_dir=index_dir) as vault:
+        with pytest.raises(IndexCorruptError, match="vaultsearch check --repair"):
+            vault.search("glacier", mode="semantic")
+        hits = vault.search("glacier")
+        assert hits.degraded and "vector index" in hits.degraded
+        assert [h.path for h in hits] == keyword
+        assert vault.search("glacier", mode="keyword").degraded is None
+    semantic = _search_cli(root, index_dir, "semantic")
+    assert semantic.returncode == 2 and "vaultsearch check --repair" in semantic.stderr
+    assert "Traceback" not in semantic.stderr
+    hybrid = _search_cli(root, index_dir, "hybrid")
+    assert hybrid.returncode == 0
+    assert hybrid.stderr.startswith("warning: Degraded search: the vector index")
+    found = json.loads(hybrid.stdout)
+    assert found and all(h["degraded"] == hits.degraded for h in found)
+    _repair(root, index_dir)
+    with Vault.open(root, index_dir=index_dir) as vault:
+        assert vault.search("glacier").degraded is None
+
+
+def test_the_mcp_search_tool_says_its_answer_is_degraded(indexed: tuple[Path, Path]) -> None:
+    """A real stdio session with a server that cannot write (this test holds the writer
+    lock, so the server does not repair the index before the search)."""
+    import anyio
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    root, index_dir = indexed
+    layout = IndexLayout(index_dir)
+    layout.live.vectors.unlink()
+    args = ["-m", "vaultsearch.cli", "mcp", str(root), "--index-dir", str(index_dir), "--no-watch"]
+    params = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ))
+
+    async def session() -> None:
+        async with Client(stdio_client(params), mode="legacy", read_timeout_seconds=120) as c:
+            hybrid = await c.call_tool("search", {"query": "glacier"})
+            assert not hybrid.is_error
+            data = hybrid.structured_content
+            assert isinstance(data, dict) and data["hits"]
+            assert data["degraded"].startswith("Degraded search: the vector index")
+            assert data["degraded"] in hybrid.content[0].text
+            semantic = await c.call_tool("search", {"query": "glacier", "mode": "semantic"})
+            assert semantic.is_error
+            assert "vaultsearch check --repair" in semantic.content[0].text
+
+    lock = WriterLock(layout.lock)
+    assert lock.acquire()
+    try:
+        anyio.run(session)
+    finally:
+        lock.release()
+
+
+@pytest.mark.parametrize("suffix", [".idx", ".fieldnorm"])
+def test_flipped_bytes_in_a_keyword_segment_are_flagged_not_silent(
+    indexed: tuple[Path, Path], suffix: str
+) -> None:
+    """Flipped bytes in a Tantivy ``.idx`` changed answers without a panic; the segment's
+    own checksum, read when a reader opens the generation, now fails keyword search and
+    leaves hybrid semantic-only, flagged."""
+    root, index_dir = indexed
+    segment = _segment_file(index_dir, suffix)
+    data = bytearray(segment.read_bytes())
+    data[len(data) // 3] ^= 0xFF
+    _replace_bytes(segment, bytes(data))
+    with Vault.open(root, index_dir=index_dir) as vault:
+        with pytest.raises(IndexCorruptError, match="check --repair"):
+            vault.search("glacier", mode="keyword")
+        hits = vault.search("glacier")
+        assert (
+            hits.degraded
+            and "keyword index" in hits.degraded
+            and "fails its checksum" in (hits.degraded)
+        )
+    assert _repair(root, index_dir)["chunks_embedded"] == 0
+    with Vault.open(root, index_dir=index_dir) as vault:
+        assert vault.search("glacier").degraded is None

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from vaultsearch.errors import (
     ConfigError,
     IndexBusyError,
+    IndexCorruptError,
     IndexIncompatibleError,
     IndexMissingError,
     ModelLoadError,
@@ -19,7 +20,7 @@ from vaultsearch.errors import (
     VaultNotFoundError,
     VaultsearchError,
 )
-from vaultsearch.models import Hit
+from vaultsearch.models import Hit, SearchHits
 
 if TYPE_CHECKING:
     from vaultsearch.config import Config, load_config
@@ -56,12 +57,14 @@ __all__ = [
     "Hit",
     "IndexBusyError",
     "IndexCheck",
+    "IndexCorruptError",
     "IndexIncompatibleError",
     "IndexMissingError",
     "IndexSummary",
     "ModelLoadError",
     "PathOutsideVaultError",
     "QueryError",
+    "SearchHits",
     "Vault",
     "VaultNotFoundError",
     "VaultsearchError",

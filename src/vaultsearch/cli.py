@@ -156,8 +156,11 @@ def cmd_search(args: argparse.Namespace) -> int:
         path_prefix=args.path_prefix,
         files=args.file,
     )
+    if hits.degraded:
+        print(f"warning: {hits.degraded}", file=sys.stderr)
     if args.json or not sys.stdout.isatty():
-        _print_json([h.to_dict() for h in hits])
+        extra = {"degraded": hits.degraded} if hits.degraded else {}
+        _print_json([{**h.to_dict(), **extra} for h in hits])
         return 0
     _print_hits(hits, args.explain)
     return 0
@@ -259,7 +262,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 # --- check, init, watch, mcp ----------------------------------------------------------
 def cmd_check(args: argparse.Namespace) -> int:
     vault = _open(args)
-    vault.require_index()
+    if not vault.layout.all_generations():  # a lost CURRENT or catalog is for check to say
+        vault.require_index()
     repaired: dict[str, Any] | None = None
     if args.repair:
         manager = vault.manager()

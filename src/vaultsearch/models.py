@@ -6,7 +6,7 @@ nothing downstream can mutate what an upstream stage produced.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -249,3 +249,17 @@ def mark(
         pos = e
     parts.append(text[pos:])
     return "".join(parts)
+
+
+class SearchHits(list[Hit]):
+    """A search's hits, best first, and what the search went without.
+
+    ``degraded`` is None for a whole answer; otherwise one sentence naming the derived
+    index that could not be read and what the hits are instead (hybrid fell back to
+    keyword-only), so no surface passes a weaker answer off as the one asked for."""
+
+    degraded: str | None = None
+
+    def __init__(self, hits: Iterable[Hit] = (), degraded: str | None = None) -> None:
+        super().__init__(hits)
+        self.degraded = degraded

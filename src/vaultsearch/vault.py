@@ -14,6 +14,7 @@ from vaultsearch.embedding import Embedder
 from vaultsearch.errors import (
     ConfigError,
     IndexBusyError,
+    IndexCorruptError,
     IndexMissingError,
     VaultNotFoundError,
 )
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from vaultsearch.indexing.manager import IndexCheck, IndexManager, IndexSummary
     from vaultsearch.indexing.progress import Progress
     from vaultsearch.indexing.runner import IndexRunner
-    from vaultsearch.models import Hit
+    from vaultsearch.models import SearchHits
     from vaultsearch.search.orchestrator import QueryOrchestrator
 
 
@@ -255,6 +256,14 @@ class Vault:
 
     def require_index(self) -> None:
         if not self.layout.exists():
+            from vaultsearch.store.generations import newest_intact
+
+            if (found := newest_intact(self.layout)) is not None:
+                raise IndexCorruptError(
+                    f"The index in {self.index_dir} cannot be opened: CURRENT or the "
+                    f"catalog is missing or unreadable (generation {found.name} is on disk).",
+                    fix=f"vaultsearch check --repair '{self.root}'",
+                )
             raise IndexMissingError(
                 f"No index has been built for {self.root} yet (looked in {self.index_dir}).",
                 fix=f"vaultsearch index '{self.root}'",
@@ -321,10 +330,11 @@ class Vault:
         kinds: list[str] | None = None,
         path_prefix: list[str] | None = None,
         files: list[str] | None = None,
-    ) -> list[Hit]:
+    ) -> SearchHits:
         """The best places in the vault for ``query``, best first, grouped per note.
         ``sources``, ``kinds`` (note, code, pdf, text), ``path_prefix`` and ``files``
-        scope it: any value of one filter will do, every filter given must hold."""
+        scope it: any value of one filter will do, every filter given must hold. A
+        damaged derived index fails the search or sets ``degraded`` on the result."""
         if mode != "keyword" and self._orchestrator is None and self._index_fits_model():
             self.embedder.load_in_background()  # while the index and its libraries open
         from vaultsearch.search.filters import Scope, SearchFilters

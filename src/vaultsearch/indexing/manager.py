@@ -43,7 +43,13 @@ from vaultsearch.store.atomic import atomic_write_json, temp_target
 from vaultsearch.store.catalog import Catalog, open_catalog_for_reading, seal_catalog
 from vaultsearch.store.derived import Batch, DerivedSettings
 from vaultsearch.store.embedcache import EmbeddingCache, default_cache_dir
-from vaultsearch.store.generations import create_generation, publish, remove_legacy_files, sweep
+from vaultsearch.store.generations import (
+    create_generation,
+    newest_intact,
+    publish,
+    remove_legacy_files,
+    sweep,
+)
 from vaultsearch.store.layout import Generation, IndexLayout
 from vaultsearch.store.lock import WriterLock
 from vaultsearch.store.manifest import (
@@ -54,6 +60,7 @@ from vaultsearch.store.manifest import (
     rebuild_scope,
     recorded_dimension,
 )
+from vaultsearch.store.salvage import SalvagedEmbeddings
 from vaultsearch.store.vectors import normalize
 from vaultsearch.store.verify import CheckReport, verify_store
 from vaultsearch.store.writer import (
@@ -190,6 +197,8 @@ class IndexManager:
         self._sound_catalog: tuple[str, int, int] | None = None
         self._box: ParseBox | None = None
         """The child process that parses the files of the run in progress."""
+        self._salvage: SalvagedEmbeddings | None = None
+        self._from_cache = 0
 
     def use_sources(self, config: Config) -> None:
         """Another list of named sources (added or removed), keeping this manager's
@@ -340,10 +349,17 @@ class IndexManager:
         with self._writing("wait for it to finish; the writer repairs the index itself"):
             t0 = time.perf_counter()
             current = self.layout.current()
+            if current is not None and not current.root.is_dir():
+                current = None  # CURRENT names a generation that is not there
+            if current is None and (current := newest_intact(self.layout)) is not None:
+                summary.repaired.append(
+                    f"CURRENT: missing or unreadable; started from generation {current.name}"
+                )
             manifest = expected_manifest(self.config, self.embedder.dimension)
             if current is None or catalog_problems(current):
                 summary.repaired.append("catalog: rebuilt from the vault's files")
                 self._rebuild_from_files(current, manifest, summary)
+                summary.repaired += self._reuse_lines(summary)
             else:
                 self._rebuild_from_catalog(current, manifest, summary)
                 summary.repaired.append("derived indexes: rebuilt from the catalog")
@@ -428,9 +444,9 @@ class IndexManager:
         scan = self._scan(sync=True)
         if keep_sources and previous is not None:
             _refuse_to_drop(previous, scan.unavailable)
+        sources = self._embedding_sources(previous or newest_intact(self.layout))
         generation = create_generation(self.layout)
         writer = GenerationWriter(generation, self._settings(), fresh=True)
-        sources = self._embedding_sources(previous)
         try:
             self._last_scan = scan
             summary.left_out = dict(scan.unavailable)
@@ -504,12 +520,18 @@ class IndexManager:
         sweep(self.layout)
         remove_legacy_files(self.layout)
 
-    def _embedding_sources(self, previous: Generation | None) -> list[Catalog]:
+    def _embedding_sources(self, previous: Generation | None) -> list[Catalog | SalvagedEmbeddings]:
         """Catalogs whose stored embeddings a rebuild may reuse: the live generation's
-        and an index from before generations, when they can be read."""
-        sources = []
+        and an index from before generations, when they can be read; a damaged one is
+        read row by row, after the per-user cache."""
+        self._salvage, self._from_cache = None, 0
+        sources: list[Catalog | SalvagedEmbeddings] = []
         for path in (previous.catalog if previous else None, self.layout.legacy_catalog):
             if path is None or not path.is_file():
+                continue
+            if previous is not None and path == previous.catalog and catalog_problems(previous):
+                self._salvage = SalvagedEmbeddings(path, self.embedder.dimension)
+                sources.append(self._salvage)
                 continue
             try:
                 catalog = Catalog(path, readonly=True)
@@ -519,13 +541,22 @@ class IndexManager:
             sources.append(catalog)
         return sources
 
+    def _reuse_lines(self, summary: IndexSummary) -> list[str]:
+        """Where a catalog rebuilt from the files got its vectors: what a repair cost."""
+        salvaged = self._salvage.found if self._salvage is not None else 0
+        return [
+            f"embeddings: {self._from_cache} from the per-user cache, {salvaged} read from "
+            f"the damaged catalog, {summary.chunks_embedded} chunks and "
+            f"{summary.sentences_embedded} sentences embedded again"
+        ]
+
     def _run_plan(
         self,
         writer: GenerationWriter,
         plan: ChangePlan,
         summary: IndexSummary,
         manifest: dict[str, Any],
-        sources: Sequence[Catalog] = (),
+        sources: Sequence[Catalog | SalvagedEmbeddings] = (),
     ) -> None:
         """Every batch into the catalog and the derived indexes; the derived indexes
         reach the disk once, at the end (nobody reads an unpublished generation). A
@@ -634,7 +665,7 @@ class IndexManager:
         plan: ChangePlan | None,
         batch: Sequence[FileText],
         summary: IndexSummary,
-        sources: Sequence[Catalog] = (),
+        sources: Sequence[Catalog | SalvagedEmbeddings] = (),
     ) -> None:
         catalog = writer.catalog
         prepared: list[_Prepared] = []
@@ -757,7 +788,7 @@ class IndexManager:
         prepared: Sequence[_Prepared],
         summary: IndexSummary,
         files: int,
-        sources: Sequence[Catalog] = (),
+        sources: Sequence[Catalog | SalvagedEmbeddings] = (),
     ) -> float:
         """Embed only texts no store holds (this catalog, the catalogs a rebuild may
         reuse, the per-user cache); each sub-batch is committed at once, so an
@@ -782,13 +813,20 @@ class IndexManager:
         need = [h for h in wanted if h not in have]
         found: dict[str, bytes] = {}
         for source in sources:
-            if need:
+            if need and isinstance(source, Catalog):
                 found.update(source.embedding_blobs(key, need))
                 need = [h for h in need if h not in found]
         if found:
             self.cache.put(key, {h: np.frombuffer(v, dtype=np.float32) for h, v in found.items()})
         if need:
-            found.update(self.cache.get(key, need))
+            cached = self.cache.get(key, need)
+            self._from_cache += len(cached)
+            found.update(cached)
+            need = [h for h in need if h not in found]
+        for source in sources:
+            if need and not isinstance(source, Catalog):
+                found.update(source.embedding_blobs(key, need))
+                need = [h for h in need if h not in found]
         if found:
             with catalog.transaction():
                 catalog.put_embedding_blobs(key, found)

@@ -7,6 +7,7 @@ only model call at query time is the query itself.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -19,8 +20,8 @@ from vaultsearch.config import Config
 from vaultsearch.embedding import Embedder
 from vaultsearch.embedding.endpoint import EndpointError
 from vaultsearch.embedding.rerank import Reranker, make_reranker
-from vaultsearch.errors import IndexIncompatibleError, QueryError
-from vaultsearch.models import Hit, Passage, SourceKind
+from vaultsearch.errors import IndexCorruptError, IndexIncompatibleError, QueryError
+from vaultsearch.models import Hit, Passage, SearchHits, SourceKind
 from vaultsearch.search.confidence import Evidence, confidence, coverage, idf
 from vaultsearch.search.expansion import QueryExpander
 from vaultsearch.search.filters import KINDS, NoteMeta, SearchFilters
@@ -94,7 +95,24 @@ class QueryOrchestrator:
         mode: str = "hybrid",
         filters: SearchFilters | None = None,
         explain: bool = False,
-    ) -> list[Hit]:
+    ) -> SearchHits:
+        try:
+            return self._search(query, top_k, mode, filters, explain)
+        except (sqlite3.Error, UnicodeDecodeError) as exc:  # a catalog damaged since open
+            first = str(exc).splitlines()[0][:160] if str(exc) else ""
+            raise IndexCorruptError(
+                f"The catalog cannot be read ({type(exc).__name__}: {first}).",
+                fix="vaultsearch check --repair",
+            ) from exc
+
+    def _search(
+        self,
+        query: str,
+        top_k: int,
+        mode: str,
+        filters: SearchFilters | None,
+        explain: bool,
+    ) -> SearchHits:
         if mode not in MODES:
             raise QueryError(f"Unknown search mode {mode!r}; use one of: {', '.join(MODES)}.")
         if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= MAX_TOP_K:
@@ -104,8 +122,9 @@ class QueryOrchestrator:
         parsed = parse_query(query)
         filters = (filters or SearchFilters()).with_query(parsed.tags, parsed.paths)
         if parsed.empty and not parsed.text:
-            return []
+            return SearchHits()
         snap = self.snapshot()
+        mode, degraded = _mode_left(snap, mode)
         if mode != "keyword" and snap.model and snap.model != self.embedder.model_id:
             raise IndexIncompatibleError(
                 f"The index was built with the embedding model '{snap.model}', but the "
@@ -115,7 +134,7 @@ class QueryOrchestrator:
             )
         allowed_notes = snap.allowed_notes(filters)
         if allowed_notes is not None and not allowed_notes:
-            return []
+            return SearchHits(degraded=degraded)
         per_strategy = max(self.config.search.candidates, top_k * 4)
         retrieved = self.retrieve(snap, parsed, mode, per_strategy, allowed_notes)
         notes: list[str] = []
@@ -129,7 +148,7 @@ class QueryOrchestrator:
         if explain and (rewrites or notes):
             for c in ranked[:top_k]:
                 c.explain = replace(c.explain, rewrites=rewrites, notes=tuple(notes))
-        return self._hits(snap, parsed, retrieved, ranked[:top_k], explain)
+        return SearchHits(self._hits(snap, parsed, retrieved, ranked[:top_k], explain), degraded)
 
     def _expand(
         self,
@@ -446,6 +465,45 @@ def _same_dimension(vector: np.ndarray, snap: Snapshot) -> None:
             fix="run 'vaultsearch index' to rebuild with the model now served, or serve the "
             "model the index was built with; keyword search (--mode keyword) still works",
         )
+
+
+_NEEDS = {"hybrid": ("vectors", "keywords"), "semantic": ("vectors",), "keyword": ("keywords",)}
+_FALLBACK = {"vectors": "keyword", "keywords": "semantic"}
+
+
+def _mode_left(snap: Snapshot, mode: str) -> tuple[str, str | None]:
+    """The mode a search can run on this snapshot, and the sentence saying what it went
+    without: hybrid falls back to the branch that can be read; a mode whose only branch
+    is damaged fails, as a semantic search must not answer with nothing found."""
+    lost = [name for name in _NEEDS[mode] if name in snap.damaged]
+    if lost and (mode != "hybrid" or len(lost) == 2):
+        name = lost[0]
+        raise IndexCorruptError(
+            f"{_LABEL[name].capitalize()} cannot be used ({snap.damaged[name]}), so {mode} search "
+            "cannot run.",
+            fix="vaultsearch check --repair"
+            + ("" if len(lost) == 2 else f" (--mode {_FALLBACK[name]} works meanwhile)"),
+        )
+    said = []
+    if lost:
+        name = lost[0]
+        mode = _FALLBACK[name]
+        said.append(f"{_LABEL[name]} cannot be used ({snap.damaged[name]}): {mode}-only results")
+    if mode != "keyword" and "sentences" in snap.damaged:
+        said.append(f"{_LABEL['sentences']} cannot be used ({snap.damaged['sentences']})")
+    if mode != "keyword" and "graph" in snap.damaged:  # keyword mode has no graph boost
+        said.append(f"{_LABEL['graph']} cannot be used ({snap.damaged['graph']})")
+    if not said:
+        return mode, None
+    return mode, "Degraded search: " + "; ".join(said) + "; run 'vaultsearch check --repair'."
+
+
+_LABEL = {
+    "vectors": "the vector index",
+    "keywords": "the keyword index",
+    "sentences": "the sentence vectors",
+    "graph": "the link graph",
+}
 
 
 def _kind(kind: str) -> SourceKind:

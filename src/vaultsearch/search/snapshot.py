@@ -15,7 +15,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
@@ -25,7 +25,7 @@ from vaultsearch.config import Config
 from vaultsearch.errors import IndexCorruptError, IndexMissingError
 from vaultsearch.search.filters import NoteMeta, SearchFilters
 from vaultsearch.store.catalog import Catalog, ChunkRow, open_catalog_for_reading
-from vaultsearch.store.derived import DERIVED
+from vaultsearch.store.derived import DERIVED, DerivedSettings
 from vaultsearch.store.derived.sentences import SentenceVectors
 from vaultsearch.store.generations import ReaderHold, hold_current
 from vaultsearch.store.keywords import KeywordIndex
@@ -88,6 +88,9 @@ class Snapshot:
     boosts: dict[str, float]
     model: str | None
     """The embedding model the index was built with, from its manifest."""
+    damaged: dict[str, str] = field(default_factory=dict)
+    """Derived index -> why it cannot be trusted, found at open; its reader is empty
+    (vectors, sentences, graph) and a search says what it went without."""
 
     @classmethod
     def open(cls, layout: IndexLayout, config: Config) -> Snapshot:
@@ -129,7 +132,7 @@ class Snapshot:
         key, state = _read_state(layout, generation)
         manifest = read_manifest(generation.root) or {}
         settings = settings_of(generation, config)
-        readers = {part.name: part.reader() for part in (c(generation, settings) for c in DERIVED)}
+        readers, damaged = _readers(generation, settings, state)
         vectors, keywords, graph = readers["vectors"], readers["keywords"], readers["graph"]
         sentences = readers["sentences"]
         catalog = open_catalog_for_reading(generation.catalog)
@@ -157,12 +160,17 @@ class Snapshot:
         finally:
             if catalog.db.in_transaction:
                 catalog.db.execute("COMMIT")
-        whole = not state or (
-            state.get("generation") == generation_no
-            and state.get("vectors", len(vectors)) == len(vectors)
-            and state.get("sentences", len(sentences)) == len(sentences)
-            and state.get("keyword_docs", len(keywords)) == len(keywords)
-        )
+        # the state file is written last: once it names the catalog's commit, a count
+        # that differs is damage, not a commit still in progress
+        whole = not state or state.get("generation") == generation_no
+        for name, reader, counted in (
+            ("vectors", vectors, "vectors"),
+            ("sentences", sentences, "sentences"),
+            ("keywords", keywords, "keyword_docs"),
+        ):
+            recorded = state.get(counted, len(reader))
+            if whole and name not in damaged and recorded != len(reader):
+                damaged[name] = f"it holds {len(reader)} entries, the writer recorded {recorded}"
         note_of_chunk = dict(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist(), strict=True))
         chunks_by_note: dict[int, np.ndarray] = {}
         if len(pairs):
@@ -185,6 +193,7 @@ class Snapshot:
             note_of_chunk=note_of_chunk,
             chunks_by_note=chunks_by_note,
             model=(manifest.get("embedding") or {}).get("model"),
+            damaged=damaged,
             boosts={
                 "title": k.title_boost,
                 "aliases": k.aliases_boost,
@@ -247,6 +256,39 @@ class Snapshot:
             return tokens[0] if tokens else word.lower()
 
         return stem
+
+
+def _readers(
+    generation: Generation, settings: DerivedSettings, state: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Each derived index's reader, and the ones found damaged at open. A damaged
+    vector, sentence or graph file is read as empty so the search can go on without it
+    and say so; the keyword index has no empty stand-in (it analyses every query)."""
+    readers: dict[str, Any] = {}
+    damaged: dict[str, str] = {}
+    for part in (c(generation, settings) for c in DERIVED):
+        reason = part.damage(state)
+        if reason is None or part.name == "keywords":
+            try:
+                readers[part.name] = part.reader()
+            except IndexCorruptError:
+                raise
+            except Exception as exc:
+                if part.name == "keywords":
+                    raise
+                reason = f"it cannot be read ({type(exc).__name__}: {str(exc)[:120]})"
+        if reason is not None:
+            damaged[part.name] = reason
+        if part.name not in readers:
+            readers[part.name] = _EMPTY[part.name](settings)
+    return readers, damaged
+
+
+_EMPTY: dict[str, Callable[[DerivedSettings], Any]] = {
+    "vectors": lambda s: VectorIndex(s.dimension),
+    "sentences": lambda s: SentenceVectors(VectorIndex(s.dimension, half=True)),
+    "graph": lambda s: nx.DiGraph(),
+}
 
 
 def _unreadable(exc: Exception) -> Exception:

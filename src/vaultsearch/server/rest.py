@@ -225,6 +225,7 @@ def query_documents(ctx: ControlContext, body: dict[str, Any]) -> dict[str, Any]
         "hits": [h.to_dict() for h in hits],
         "answer": answer.text,
         "citations": [c.to_dict() for c in answer.citations],
+        **({"degraded": hits.degraded} if hits.degraded else {}),
     }
 
 

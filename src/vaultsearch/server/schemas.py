@@ -83,6 +83,11 @@ class SearchResult(_Out):
         default=None,
         description="Pass to get_search_results for the hits' full text (kept a while).",
     )
+    degraded: str | None = Field(
+        default=None,
+        description="Set when a damaged index file left the search without part of it "
+        "(e.g. hybrid answered keyword-only): what is missing and the repair.",
+    )
 
 
 class NoteText(_Out):

@@ -20,6 +20,7 @@ from vaultsearch import listing
 from vaultsearch.answer import Answer
 from vaultsearch.browse import Browser
 from vaultsearch.errors import IndexMissingError, QueryError, VaultsearchError
+from vaultsearch.models import SearchHits
 from vaultsearch.search.confidence import weak_answer
 from vaultsearch.server import render
 from vaultsearch.server.hits import shape_hit
@@ -135,9 +136,10 @@ class VaultTools:
                     path_prefix=path_prefix, files=files,
                 )  # fmt: skip
             except IndexMissingError:
-                hits, building, stale = [], True, False
+                hits, building, stale = SearchHits(), True, False
                 message = "No index exists yet; it is being built now. Try again shortly."
             weak = None if building else weak_answer([h.confidence for h in hits])
+            message = " ".join(m for m in (hits.degraded, message) if m) or None
             session = self.sessions.add(
                 query,
                 mode,
@@ -168,6 +170,7 @@ class VaultTools:
                 matches_well=weak is None,
                 message=" ".join(m for m in (message, weak) if m) or None,
                 session_id=session.id,
+                degraded=hits.degraded,
             )
             return reply(result, render.search)
 

@@ -489,6 +489,27 @@ class Catalog:
         rows = [r[0] for r in self.db.execute("PRAGMA quick_check").fetchall()]
         return [] if rows == ["ok"] else [f"catalog: {r}" for r in rows[:5]]
 
+    def content_problems(self) -> list[str]:
+        """Every row read as the index reads it: ``quick_check`` checks pages, not the
+        bytes inside a row, and a flipped byte there made every later run crash on a
+        text that is no longer UTF-8 or a JSON column that no longer parses."""
+        try:
+            for note in self.db.execute(f"SELECT {self.note_cols} FROM notes"):
+                _note_row(note)
+            for chunk in self.db.execute(f"SELECT {self.chunk_cols} FROM chunks"):
+                _chunk_row(chunk)
+            for table in ("links", "failures", "meta"):
+                for _ in self.db.execute(f"SELECT * FROM {table}"):
+                    pass
+            sizes = self.db.execute(
+                "SELECT model, COUNT(DISTINCT length(vector)) FROM embeddings GROUP BY model"
+            )
+            if any(n != 1 for _, n in sizes):
+                return ["catalog: stored embeddings of one model differ in length"]
+        except (sqlite3.Error, ValueError, TypeError) as exc:  # UnicodeDecodeError included
+            return [f"catalog: unreadable row ({type(exc).__name__}: {str(exc)[:120]})"]
+        return []
+
     def put_embeddings(self, model: str, items: Iterable[tuple[str, np.ndarray]]) -> None:
         self.db.executemany(
             "INSERT OR IGNORE INTO embeddings(model, text_hash, vector) VALUES (?,?,?)",

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from vaultsearch.store.atomic import atomic_write_bytes, fsync_dir, fsync_tree
 from vaultsearch.store.layout import Generation, IndexLayout
+from vaultsearch.store.manifest import read_state, state_checksum
 
 _OPEN_TRIES = 50
 
@@ -70,6 +71,18 @@ def hold_current(layout: IndexLayout) -> ReaderHold | None:
     return None
 
 
+def newest_intact(layout: IndexLayout) -> Generation | None:
+    """The newest generation a writer finished (its state file, written last, whole):
+    what a lost or damaged ``CURRENT`` named, or the run after it that was never
+    published. ``check --repair`` starts from it, and a sweep while ``CURRENT`` cannot
+    be read keeps it instead of deleting every generation."""
+    for generation in reversed(layout.all_generations()):
+        state = read_state(generation.root)
+        if state is not None and state.get("checksum") == state_checksum(state):
+            return generation
+    return None
+
+
 def create_generation(layout: IndexLayout) -> Generation:
     generation = layout.next_generation()
     shutil.rmtree(generation.root, ignore_errors=True)
@@ -93,6 +106,8 @@ def sweep(layout: IndexLayout) -> list[str]:
     """Remove every generation but the live one that no reader holds, and the
     leftovers of killed runs. Only the writer-lock holder may call it."""
     current = layout.current()
+    if current is None or not current.root.is_dir():
+        current = newest_intact(layout)
     removed = []
     for generation in layout.all_generations():
         if current is not None and generation.name == current.name:

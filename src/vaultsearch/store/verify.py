@@ -79,8 +79,13 @@ def _embedding_key(embedding: dict[str, Any], config: Config) -> str:
 def verify_store(layout: IndexLayout, config: Config) -> CheckReport:
     report = CheckReport()
     generation = layout.current()
-    if generation is None or not generation.catalog.is_file():
-        report.problems.append("no index: no generation has been published")
+    if generation is None or not generation.root.is_dir():
+        on_disk = layout.all_generations()
+        report.problems.append(
+            f"CURRENT: missing or unreadable, with generation {on_disk[-1].name} on disk"
+            if on_disk
+            else "no index: no generation has been published"
+        )
         return report
     report.generation = generation.name
     report.problems += catalog_problems(generation)

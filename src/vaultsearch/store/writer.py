@@ -10,11 +10,17 @@ import sqlite3
 from datetime import UTC, datetime
 from typing import Any
 
-from vaultsearch.store.catalog import Catalog, open_catalog_for_reading
+from vaultsearch.store.catalog import Catalog, open_catalog_for_reading, seal_catalog
 from vaultsearch.store.derived import DERIVED, Batch, DerivedIndex, DerivedSettings
 from vaultsearch.store.generations import create_generation
 from vaultsearch.store.layout import Generation, IndexLayout
-from vaultsearch.store.manifest import write_manifest, write_state
+from vaultsearch.store.manifest import (
+    file_crc32,
+    read_state,
+    state_checksum,
+    write_manifest,
+    write_state,
+)
 
 
 class GenerationWriter:
@@ -54,6 +60,11 @@ class GenerationWriter:
             "last_indexed": datetime.now(UTC).isoformat(timespec="seconds"),
             "last_run": last_run,
         }
+        # sealed now, not at publishing, so the state can record the bytes readers get:
+        # nothing writes the catalog after its commit
+        self.catalog.close()
+        seal_catalog(self.generation.catalog)
+        state["catalog_crc32"] = file_crc32(self.generation.catalog)
         write_state(self.generation.root, state)
         return state
 
@@ -103,15 +114,22 @@ def catalog_problems(generation: Generation) -> list[str]:
         return ["catalog: missing"]
     try:
         catalog = open_catalog_for_reading(generation.catalog)
-    except sqlite3.Error as exc:
-        return [f"catalog: unreadable ({exc})"]
+    except (sqlite3.Error, ValueError) as exc:  # SQLite's message quoting damaged bytes
+        return [f"catalog: unreadable ({type(exc).__name__}: {str(exc)[:120]})"]
+    state = read_state(generation.root) or {}
+    if state.get("checksum") == state_checksum(state):
+        recorded = state.get("catalog_crc32")
+        if recorded is not None and recorded != file_crc32(generation.catalog):
+            catalog.close()
+            return ["catalog: its bytes differ from the checksum in the state file"]
     try:
         problems = catalog.integrity_problems()
         if not problems:
             catalog.generation  # noqa: B018 - the meta table must be readable too
             catalog.count("notes")
-        return problems
-    except sqlite3.Error as exc:
-        return [f"catalog: unreadable ({exc})"]
+            problems = catalog.content_problems()
+    except (sqlite3.Error, ValueError) as exc:
+        return [f"catalog: unreadable ({type(exc).__name__}: {str(exc)[:120]})"]
     finally:
         catalog.close()
+    return problems

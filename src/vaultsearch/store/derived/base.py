@@ -61,5 +61,10 @@ class DerivedIndex(Protocol):
         """Problems found reading the generation's files, against the catalog and what
         ``commit`` recorded in the state file, without writing anything."""
 
+    def damage(self, state: dict[str, Any]) -> str | None:
+        """Why a search cannot trust the generation's file, from what is cheap to look
+        at when a reader opens it (present, the digest the state file recorded); None
+        when it looks whole. ``check`` is the thorough look."""
+
     def reader(self) -> Any:
         """What a search reads: opened read-only, without a lock or a write."""

@@ -11,6 +11,7 @@ from vaultsearch.store.catalog import Catalog
 from vaultsearch.store.derived.base import Batch, DerivedSettings
 from vaultsearch.store.graph import build_graph, graph_data, load_graph, save_graph
 from vaultsearch.store.layout import Generation
+from vaultsearch.store.manifest import file_crc32
 
 
 class GraphPart:
@@ -32,6 +33,7 @@ class GraphPart:
         graph = build_graph(catalog.notes(), catalog.links())
         save_graph(graph, self.path)
         return {
+            "graph_crc32": file_crc32(self.path),
             "links": graph.number_of_edges(),
             "unresolved_links": int(graph.graph.get("unresolved_links", 0)),
         }
@@ -46,6 +48,14 @@ class GraphPart:
         if stored != json.loads(json.dumps(built, ensure_ascii=False)):
             return ["graph: differs from the notes and links in the catalog"]
         return []
+
+    def damage(self, state: dict[str, Any]) -> str | None:
+        if not self.path.is_file():
+            return "graph.json is missing" if state.get("links") else None
+        crc = state.get("graph_crc32")
+        if crc is not None and crc != file_crc32(self.path):
+            return "graph.json differs from the checksum the writer recorded"
+        return None
 
     def reader(self) -> Any:
         return load_graph(self.path) if self.path.is_file() else nx.DiGraph()

@@ -7,15 +7,18 @@ overrides the hooks (``_path``, ``_rows``, ``_chunk_of``, ``_remove``, ``_wanted
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from vaultsearch.store.atomic import atomic_write_bytes
 from vaultsearch.store.catalog import Catalog
 from vaultsearch.store.derived.base import Batch, DerivedSettings
 from vaultsearch.store.layout import Generation
+from vaultsearch.store.manifest import file_crc32
 from vaultsearch.store.vectors import VectorIndex
 
 
@@ -75,8 +78,11 @@ class VectorPart:
         self.index.add(*self._rows(batch.catalog, list(batch.added_chunks)))
 
     def commit(self, catalog: Catalog) -> dict[str, Any]:
-        self.index.save(self.path)
-        return {self.name: len(self.index)}
+        data = self.index.serialized()
+        atomic_write_bytes(self.path, data)
+        # FAISS files have no checksum: a reader compares this one at open (one pass
+        # over bytes it reads anyway), where ``check`` rebuilds the file to compare
+        return {self.name: len(self.index), f"{self.name}_crc32": zlib.crc32(data)}
 
     def check(self, catalog: Catalog, recorded: dict[str, Any]) -> list[str]:
         try:
@@ -118,3 +124,14 @@ class VectorPart:
         if not self.path.is_file():
             return self._empty()
         return VectorIndex.load(self.path)
+
+    def damage(self, state: dict[str, Any]) -> str | None:
+        """Why a search cannot trust this file, found cheaply at open (no rebuild): gone,
+        or not the bytes the writer recorded in the state file."""
+        recorded = state.get(self.name)
+        if not self.path.is_file():
+            return f"{self.path.name} is missing" if recorded else None
+        crc = state.get(f"{self.name}_crc32")
+        if crc is not None and crc != file_crc32(self.path):
+            return f"{self.path.name} differs from the checksum the writer recorded"
+        return None
