@@ -15,7 +15,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from tests.test_mcp_stdio import INIT, data, make_vault, server_args
+from tests.test_mcp_stdio import INIT, data, era_of, make_vault, server_args
 
 
 def free_port() -> int:
@@ -70,16 +70,21 @@ def _stop(served: Served) -> None:
     served.out, served.err = served.proc.communicate()
 
 
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
 def test_a_session_over_streamable_http(
-    tmp_path_factory: pytest.TempPathFactory, embedder: object
+    tmp_path_factory: pytest.TempPathFactory, embedder: object, mode: str
 ) -> None:
+    """Either era: a new SDK client's ``server/discover`` (``auto``) and the ``initialize``
+    handshake of older clients (``legacy``)."""
     root, index_dir = make_vault(tmp_path_factory.mktemp("mcp-http"), index=True)
     port = free_port()
     args = server_args(root, index_dir, "--no-watch", "--http", "--port", str(port))
     with http_server(args, port) as served:
 
         async def session() -> None:
-            async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=60) as c:
+            url = f"http://127.0.0.1:{port}/mcp"
+            async with Client(url, mode=mode, read_timeout_seconds=60) as c:
+                assert c.protocol_version in era_of(mode)
                 hits = data(await c.call_tool("search", {"query": "hornworms", "mode": "keyword"}))
                 assert hits["hits"][0]["path"] == "garden/Tomatoes.md"
                 note = data(

@@ -85,9 +85,7 @@ def test_source_tools_in_one_session(served: dict[str, Path], tmp_path: Path) ->
 
     async def session() -> None:
         with (tmp_path / "stderr.log").open("w") as err:
-            async with Client(
-                stdio_client(params, errlog=err), mode="legacy", read_timeout_seconds=60
-            ) as c:
+            async with Client(stdio_client(params, errlog=err), read_timeout_seconds=60) as c:
                 listed = await c.list_tools()
                 tools = {t.name: t for t in listed.tools}
                 for name in ("list_sources", "read_source", "reindex_target"):

@@ -22,6 +22,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from tests.conftest import write_files
 from vaultsearch import Vault
@@ -98,12 +99,20 @@ def data(result: Any) -> dict[str, Any]:
     return result.structured_content
 
 
+def era_of(mode: str) -> tuple[str, ...]:
+    """The protocol versions a client in ``mode`` must end up speaking: ``auto`` (what
+    a new SDK client does) probes ``server/discover`` and must be served the modern era,
+    ``legacy`` (older clients, the MCP Inspector) the ``initialize`` handshake."""
+    return MODERN_PROTOCOL_VERSIONS if mode == "auto" else HANDSHAKE_PROTOCOL_VERSIONS
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
 def test_a_session_over_stdio(
-    indexed: tuple[Path, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+    indexed: tuple[Path, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture, mode: str
 ) -> None:
-    """Every tool once, the refusals, and a log line per call. A hybrid search loads the
-    model in the server: anything but protocol on its stdout would fail the client's
-    line parser, which logs each failure."""
+    """Every tool once, the refusals, and a log line per call, in either era. A hybrid
+    search loads the model in the server: anything but protocol on its stdout would fail
+    the client's line parser, which logs each failure."""
     caplog.set_level(logging.ERROR, logger="mcp.client.stdio")
     root, index_dir = indexed
     errlog = tmp_path / "stderr.log"
@@ -116,7 +125,8 @@ def test_a_session_over_stdio(
         nonlocal calls
         with errlog.open("w") as err:
             transport = stdio_client(params, errlog=err)
-            async with Client(transport, mode="legacy", read_timeout_seconds=60) as c:
+            async with Client(transport, mode=mode, read_timeout_seconds=60) as c:
+                assert c.protocol_version in era_of(mode)
                 assert c.server_info is not None and c.server_info.name == "vaultsearch"
                 assert c.instructions and "search" in c.instructions
                 tools = {t.name: t for t in (await c.list_tools()).tools}
@@ -235,6 +245,44 @@ def test_a_session_over_stdio(
     assert sum("error" in x for x in logged) == 8
     assert "Traceback" not in errlog.read_text()
     assert not [r for r in caplog.records if "JSONRPC" in r.getMessage()]
+    handshakes = [x for x in lines if x.get("event") == "handshake"]
+    assert [x["sdk_agrees"] for x in handshakes] == [True]
+
+
+def test_a_client_whose_probe_timed_out_still_gets_the_modern_era(
+    indexed: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that starts slower than the client's probe timeout (10 s: a loaded
+    machine): the client abandons ``server/discover`` and sends ``initialize``, which the
+    server, already modern by the probe, refuses with -32022; the client probes again
+    and works. Here the first probe is given no time at all, so it is always abandoned."""
+    from mcp.client import session as client_session
+
+    probes: list[str] = []
+    probe = client_session.ClientSession.send_discover
+
+    async def abandoned_first(self: Any, version: str) -> dict[str, Any]:
+        probes.append(version)
+        patience = 0 if len(probes) == 1 else client_session.DISCOVER_TIMEOUT_SECONDS
+        with monkeypatch.context() as m:
+            m.setattr(client_session, "DISCOVER_TIMEOUT_SECONDS", patience)
+            return await probe(self, version)
+
+    monkeypatch.setattr(client_session.ClientSession, "send_discover", abandoned_first)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=server_args(*indexed, "--no-watch"),
+        env=dict(os.environ),
+    )
+
+    async def session() -> None:
+        async with Client(params, read_timeout_seconds=120) as c:
+            assert c.protocol_version in MODERN_PROTOCOL_VERSIONS
+            found = data(await c.call_tool("search", {"query": "hornworms", "mode": "keyword"}))
+            assert found["hits"][0]["path"] == "garden/Tomatoes.md"
+
+    anyio.run(session)
+    assert len(probes) == 2  # the second came from the server's -32022 to `initialize`
 
 
 def test_before_any_index_search_says_it_is_building(tmp_path: Path) -> None:

@@ -325,8 +325,9 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from vaultsearch.server.pipe import StdioPipe
 
     tune_allocator()  # before the first thread
-    # From here on `initialize` is answered while the rest loads; not for a vault folder
-    # that is missing, whose error must come instead of a handshake.
+    # From here on the opening request (`initialize` or `server/discover`) is answered
+    # while the rest loads; not for a vault folder that is missing, whose error must come
+    # instead of a handshake.
     early = not args.http and Path(args.vault or ".").expanduser().is_dir()
     pipe = StdioPipe.claim() if early else None
     from vaultsearch.server.app import run_server

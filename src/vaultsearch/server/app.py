@@ -236,7 +236,9 @@ def run_server(
     wire = None if http else StdioWire(pipe or StdioPipe.claim())
     log = CallLog(_log_stream())
     if wire is not None:
-        wire.pipe.out.on_duplicate = lambda same: _log_handshake(log, wire.pipe, same)
+        wire.pipe.out.on_duplicate = lambda method, same: _log_handshake(
+            log, wire.pipe, method, same
+        )
     background = Background(vault, watch and vault.config.watch.enabled, log)
     log.after_first = background.start
     writes = allow_writes or vault.config.writes.enabled
@@ -256,10 +258,14 @@ def run_server(
     return 0
 
 
-def _log_handshake(log: CallLog, pipe: StdioPipe, same: bool) -> None:
-    """The early ``initialize`` answer against the SDK's own (dropped): they must agree."""
-    record = {"event": "handshake", "answered_before_sdk_loaded": not pipe.sdk_loaded_at_answer}
-    log.write({**record, "sdk_agrees": same})
+def _log_handshake(log: CallLog, pipe: StdioPipe, method: str, same: bool) -> None:
+    """The early answer to the opening request against the SDK's own (dropped): they
+    must agree."""
+    early = not pipe.sdk_loaded_at_answer
+    log.write(
+        {"event": "handshake", "method": method, "answered_before_sdk_loaded": early}
+        | {"sdk_agrees": same}
+    )
 
 
 async def _start_later(background: Background) -> None:

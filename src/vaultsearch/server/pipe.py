@@ -3,12 +3,13 @@
 Once claimed, fd 1 points at stderr for the rest of the process: a stray ``print``,
 a progress bar or a C library writing to stdout lands on stderr instead of corrupting
 the protocol. fd 0 points at /dev/null. stdin is read on a daemon thread that starts
-at the claim, before the SDK is imported, so the ``initialize`` request is answered
-at once (``handshake``); every line is also queued for the SDK, which answers the
-same ``initialize`` again when it is ready: that duplicate is dropped here and only
-compared. A daemon thread and not anyio's file wrappers, whose worker threads a
-cancel cannot interrupt and interpreter shutdown waits for. Nothing here imports
-anyio or the SDK.
+at the claim, before the SDK is imported, so the opening request (``initialize`` or
+``server/discover``) is answered at once (``handshake``); every line is also queued
+for the SDK, which answers the same request again when it is ready: that duplicate
+is dropped here and only compared. Only the first request is considered: it is the
+one that picks the connection's protocol era in the SDK too. A daemon thread and not
+anyio's file wrappers, whose worker threads a cancel cannot interrupt and interpreter
+shutdown waits for. Nothing here imports anyio or the SDK.
 
 A line longer than ``MAX_BYTES`` is never held whole: its head is kept (for the
 request id) and the rest read and dropped, and it is queued as ``TooLong``.
@@ -26,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from vaultsearch.server.handshake import early_answer
+from vaultsearch.server.handshake import answer_for, as_request
 from vaultsearch.server.jsonlimits import ID_WINDOW, MAX_BYTES
 
 EOF = None
@@ -41,13 +42,13 @@ class TooLong:
 
 class SharedOut:
     """stdout for three writers: the early handshake, the line screen and the SDK; each
-    writes whole lines. The SDK's answer to an ``initialize`` already answered is dropped."""
+    writes whole lines. The SDK's answer to a request already answered is dropped."""
 
     def __init__(self, out: io.TextIOWrapper) -> None:
         self._out = out
         self._lock = threading.Lock()
-        self._answered: dict[int | str, dict[str, Any]] = {}
-        self.on_duplicate: Callable[[bool], None] = lambda same: None
+        self._answered: dict[int | str, tuple[str, dict[str, Any]]] = {}
+        self.on_duplicate: Callable[[str, bool], None] = lambda method, same: None
 
     def write(self, text: str) -> int:
         with self._lock:
@@ -59,9 +60,9 @@ class SharedOut:
         with self._lock:
             self._out.flush()
 
-    def write_early(self, request_id: int | str, line: str) -> None:
+    def write_early(self, method: str, request_id: int | str, line: str) -> None:
         with self._lock:
-            self._answered[request_id] = json.loads(line)
+            self._answered[request_id] = (method, json.loads(line))
             self._out.write(line + "\n")
             self._out.flush()
 
@@ -78,7 +79,8 @@ class SharedOut:
         early = self._answered.pop(request_id, None)
         if early is None:
             return False
-        self.on_duplicate(early == message)
+        method, answer = early
+        self.on_duplicate(method, answer == message)
         return True
 
 
@@ -89,6 +91,8 @@ class StdioPipe:
         self.out = SharedOut(
             io.TextIOWrapper(os.fdopen(fd_out, "wb", closefd=False), encoding="utf-8", newline="\n")
         )
+        self.opened = False
+        """The opening request has arrived (answered early or left to the SDK)."""
         self.early_answers = 0
         self.sdk_loaded_at_answer: bool | None = None
 
@@ -112,7 +116,7 @@ class StdioPipe:
                 if len(raw) > MAX_BYTES and not raw.endswith(b"\n"):
                     self.lines.put(_skip_rest(stream, raw))
                     continue
-                if not self.early_answers:
+                if not self.opened:
                     self._answer_early(raw)
                 self.lines.put(raw)
         except OSError:
@@ -121,14 +125,18 @@ class StdioPipe:
 
     def _answer_early(self, raw: bytes) -> None:
         try:
-            found = early_answer(raw)
+            message = as_request(raw)
         except Exception:  # the SDK answers the line when it is ready
             return
+        if message is None:
+            return  # a notification or junk: the SDK does not open a connection on it
+        self.opened = True
+        found = answer_for(message)
         if found is None:
             return
         self.sdk_loaded_at_answer = "mcp" in sys.modules
         try:
-            self.out.write_early(*found)
+            self.out.write_early(str(message["method"]), *found)
         except OSError:
             return  # the client is gone; the SDK will find out too
         self.early_answers += 1
