@@ -258,7 +258,10 @@ class Vault:
         if not self.layout.exists():
             from vaultsearch.store.generations import newest_intact
 
-            if (found := newest_intact(self.layout)) is not None:
+            # a generation published once left the root manifest; one that never was is
+            # a first build in progress or cancelled, which the next index run resumes
+            found = newest_intact(self.layout) if self.layout.manifest.is_file() else None
+            if found is not None:
                 raise IndexCorruptError(
                     f"The index in {self.index_dir} cannot be opened: CURRENT or the "
                     f"catalog is missing or unreadable (generation {found.name} is on disk).",
