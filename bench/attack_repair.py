@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.corpus import WORDS  # noqa: E402
 
+from reliability_store import damage, replace_bytes  # noqa: E402
 from vaultsearch import Vault  # noqa: E402
 from vaultsearch.cli import main as cli_main  # noqa: E402
 from vaultsearch.errors import VaultsearchError  # noqa: E402
@@ -59,34 +60,11 @@ def write_vault(root: Path) -> None:
         path.write_text(note(i), encoding="utf-8")
 
 
-def replace_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".damaged")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
 def flip(path: Path, n: int, seed: int, skip: int = 100) -> None:
     rng = random.Random(seed)
     data = bytearray(path.read_bytes())
     for _ in range(n):
         data[rng.randrange(min(skip, len(data) - 1), len(data))] ^= 0xFF
-    replace_bytes(path, bytes(data))
-
-
-def damage(path: Path, how: str, rng: random.Random) -> None:
-    """The damage kinds of bench/reliability_store.py."""
-    if how == "delete":
-        path.unlink()
-        return
-    data = bytearray(path.read_bytes())
-    if how == "truncate":
-        data = data[: len(data) // 2]
-    elif how == "randomise":
-        start = rng.randrange(max(1, len(data) - 64)) if len(data) > 64 else 0
-        data[start : start + 64] = os.urandom(min(64, len(data) - start))
-    elif how == "bitflip" and data:
-        pos = rng.randrange(len(data))
-        data[pos] ^= 1 << rng.randrange(8)
     replace_bytes(path, bytes(data))
 
 

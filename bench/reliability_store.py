@@ -272,6 +272,14 @@ def rebuilds_under_reader(
 
 
 # --- 3. damage ----------------------------------------------------------------------
+def replace_bytes(path: Path, data: bytes) -> None:
+    """Damaged bytes as a new file renamed over the old one, never rewritten in place:
+    a Tantivy reader still mapping the old file would die with SIGBUS."""
+    tmp = path.with_name(path.name + ".damaged")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
 def damage(path: Path, how: str, rng: random.Random) -> None:
     if how == "delete":
         path.unlink()
@@ -285,7 +293,7 @@ def damage(path: Path, how: str, rng: random.Random) -> None:
     elif how == "bitflip" and data:
         pos = rng.randrange(len(data))
         data[pos] ^= 1 << rng.randrange(8)
-    path.write_bytes(bytes(data))
+    replace_bytes(path, bytes(data))
 
 
 def catalog_dump(path: Path) -> list[str] | None:

@@ -7,6 +7,7 @@ import os
 import select
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -96,10 +97,10 @@ def test_cli_takes_query_bytes_that_are_not_utf8(small_vault: tuple[Path, Path])
     assert json.loads(done.stdout)[0]["path"] == "alpha.md"
 
 
-def test_stdio_server_answers_malformed_lines_and_keeps_serving(
-    small_vault: tuple[Path, Path],
-) -> None:
-    root, index_dir = small_vault
+def stdio_server(
+    root: Path, index_dir: Path
+) -> tuple[subprocess.Popen[bytes], Callable[[bytes], dict[str, Any]]]:
+    """A real ``vaultsearch mcp`` over stdio, and ``ask``: one raw line in, one answer out."""
     cmd = [sys.executable, "-m", "vaultsearch.cli", "mcp", str(root), "--index-dir"]
     proc = subprocess.Popen(
         [*cmd, str(index_dir), "--no-watch"],
@@ -113,9 +114,19 @@ def test_stdio_server_answers_malformed_lines_and_keeps_serving(
         assert proc.stdin and proc.stdout
         proc.stdin.write(line + b"\n")
         proc.stdin.flush()
-        ready, _, _ = select.select([proc.stdout], [], [], 120)
+        ready, _, _ = select.select([proc.stdout], [], [], 120)  # a hang guard
         assert ready, f"no reply to {line[:60]!r}"
         return dict(json.loads(proc.stdout.readline()))
+
+    return proc, ask
+
+
+def test_stdio_server_answers_malformed_lines_and_keeps_serving(
+    small_vault: tuple[Path, Path],
+) -> None:
+    root, index_dir = small_vault
+    proc, ask = stdio_server(root, index_dir)
+    assert proc.stdin
 
     try:
         init = {
@@ -217,22 +228,8 @@ def test_fifty_hostile_lines_never_deafen_the_stdio_server(
     the server never answered again. Each line gets its answer, and then ping and a
     search still work."""
     root, index_dir = small_vault
-    cmd = [sys.executable, "-m", "vaultsearch.cli", "mcp", str(root), "--index-dir"]
-    proc = subprocess.Popen(
-        [*cmd, str(index_dir), "--no-watch"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    assert proc.stdin and proc.stdout
-
-    def ask(line: bytes) -> dict[str, Any]:
-        assert proc.stdin and proc.stdout
-        proc.stdin.write(line + b"\n")
-        proc.stdin.flush()
-        ready, _, _ = select.select([proc.stdout], [], [], 120)  # a hang guard
-        assert ready, f"no reply to {line[:60]!r}"
-        return dict(json.loads(proc.stdout.readline()))
+    proc, ask = stdio_server(root, index_dir)
+    assert proc.stdin
 
     lines = hostile_lines()
     assert len(lines) == 50
