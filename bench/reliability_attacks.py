@@ -32,7 +32,8 @@ TOPICS = {
 
 
 def _cell(value: Any) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    """A table cell of hostile text: no pipe, line end or '[[' may read as Markdown."""
+    return str(value).replace("|", "\\|").replace("\n", " ").replace("[", "\\[")
 
 
 def run_topic(topic: str, options: dict[str, Any]) -> tuple[list[dict[str, Any]], float]:
