@@ -364,8 +364,18 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--label", default="this branch")
     parser.add_argument("--keep", action="store_true", help="keep the temp folders")
+    parser.add_argument(
+        "--no-sentences",
+        action="store_true",
+        help="embedding.sentences = false: chunk vectors only (a cold cache embeds 6x less)",
+    )
     args = parser.parse_args()
     require(SOURCE)
+    if args.no_sentences:
+        config = Path(tempfile.mkdtemp(prefix="vaultsearch-scale-config-")) / "config.toml"
+        config.write_text("[embedding]\nsentences = false\n", encoding="utf-8")
+        os.environ["VAULTSEARCH_CONFIG"] = str(config)  # every child process reads it
+        args.label += " (embedding.sentences = false)"
     rows = []
     for copies in (int(s) for s in args.sizes.split(",")):
         row = measure(copies, args.edits, args.queries, args.keep)
