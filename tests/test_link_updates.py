@@ -1,6 +1,8 @@
-"""An update resolves only the links its changes can move (``indexing/linking.py``):
-after every step of a series of adds, edits, alias changes, moves and deletes, the
-links the index holds are exactly what resolving every link from scratch gives."""
+"""An update resolves only the links its changes can move (``indexing/linking.py``) and
+updates the graph only where they moved (``store/derived/graph.py``): after every step
+of a series of adds, edits, alias changes, moves and deletes, the links the index holds
+are exactly what resolving every link from scratch gives, and its graph is the one
+built whole from them."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from tests.conftest import write_files
 from vaultsearch import Vault
 from vaultsearch.indexing.linking import resolve_links
 from vaultsearch.store.catalog import Catalog
+from vaultsearch.store.graph import build_graph, graph_data, load_graph
 from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.writer import copy_catalog
 
@@ -85,7 +88,7 @@ def _step(rng: random.Random, root: Path, files: dict[str, str]) -> set[str]:
     return {path}
 
 
-def test_incremental_link_resolution_equals_resolving_everything(
+def test_incremental_links_and_graph_equal_resolving_and_building_everything(
     tmp_path: Path, embedder: object
 ) -> None:
     rng = random.Random(23)
@@ -105,9 +108,11 @@ def test_incremental_link_resolution_equals_resolving_everything(
             try:
                 stored = _stored(catalog)
                 path_of = {i: p for i, p, _, _ in catalog.note_names()}
+                built = graph_data(build_graph(catalog.notes(), catalog.links()))
             finally:
                 catalog.close()
             assert stored == _resolved_from_scratch(index_dir, tmp_path / "scratch.sqlite"), step
+            assert graph_data(load_graph(IndexLayout(index_dir).live.graph)) == built, step
             now = {(s, t, line): p for s, t, _, line, p in stored if path_of[s] not in touched}
             moved_elsewhere += sum(1 for k, p in now.items() if k in before and before[k] != p)
             before = {(s, t, line): p for s, t, _, line, p in stored}

@@ -28,8 +28,11 @@ def resolve_links(catalog: Catalog, everything: bool = False) -> int:
         catalog.fill_link_keys()
         links = catalog.links_to_resolve(sources, keys)
     catalog.link_sources, catalog.link_keys = set(), set()
+    catalog.graph_sources |= sources
     if links:
-        catalog.set_link_targets(_changed(names, links))
+        updates = _changed(names, links)
+        catalog.set_link_targets(updates)
+        catalog.graph_sources.update(source_id for _, source_id, _, _ in updates)
     return len(links)
 
 

@@ -264,6 +264,8 @@ class Catalog:
         self.link_sources: set[int] = set()
         """Notes whose links must be resolved again (their links or their path changed)."""
         self.link_keys: set[str] = set()
+        self.graph_sources: set[int] = set()
+        """Notes whose node or outgoing edges in the graph may have changed."""
         """Name keys of notes that appeared, went, moved or changed aliases: the links
         probing them may now resolve elsewhere."""
         if readonly:
@@ -579,6 +581,42 @@ class Catalog:
             (ALWAYS, ALWAYS),
         )
         return [LinkRow(r[0], r[1], r[2], bool(r[3]), *r[4:]) for r in rows]
+
+    def notes_by_ids(self, ids: Iterable[int]) -> list[NoteRow]:
+        out: list[NoteRow] = []
+        id_list = sorted(ids)
+        for start in range(0, len(id_list), 500):
+            part = id_list[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(
+                f"SELECT {self.note_cols} FROM notes WHERE id IN ({marks})", part
+            )
+            out.extend(_note_row(r) for r in rows)
+        return out
+
+    def links_of(self, note_ids: Iterable[int]) -> list[LinkRow]:
+        out: list[LinkRow] = []
+        id_list = sorted(note_ids)
+        for start in range(0, len(id_list), 500):
+            part = id_list[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(
+                "SELECT source_id, target, target_path, embed, heading, block, label, kind, line"
+                f" FROM links WHERE source_id IN ({marks}) ORDER BY source_id, line, rowid",
+                part,
+            )
+            out.extend(LinkRow(r[0], r[1], r[2], bool(r[3]), *r[4:]) for r in rows)
+        return out
+
+    def paths_present(self, paths: Iterable[str]) -> set[str]:
+        found: set[str] = set()
+        path_list = sorted(set(paths))
+        for start in range(0, len(path_list), 500):
+            part = path_list[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(f"SELECT path FROM notes WHERE path IN ({marks})", part)
+            found.update(r[0] for r in rows)
+        return found
 
     def note_names(self) -> list[tuple[int, str, str, list[str]]]:
         """(id, path, source, aliases) of every note: what a link resolver is built from."""
