@@ -372,8 +372,10 @@ def corruption(root: Path, index_dir: Path, work: Path) -> dict[str, object]:
 def disk_full(root: Path, index_dir: Path, env: dict[str, str], work: Path) -> dict[str, object]:
     mnt = work / "tmpfs"
     mnt.mkdir(exist_ok=True)
-    size = IndexLayout(index_dir).size_on_disk()
-    kb = int(size * 1.5 / 1024) + 64
+    # room for the copy of the whole folder (old generations and their catalogs too)
+    # and for half of a rebuild of what a reader uses: the rebuild runs out of space
+    copied = sum(p.stat().st_size for p in index_dir.rglob("*") if p.is_file())
+    kb = int((copied + IndexLayout(index_dir).size_on_disk() * 0.5) / 1024) + 64
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kb}k", "tmpfs", str(mnt)],
                              capture_output=True, text=True)  # fmt: skip
     if mounted.returncode != 0:
