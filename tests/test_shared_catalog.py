@@ -98,3 +98,28 @@ def test_a_publish_cut_after_the_catalog_commit_is_served_and_finished(
         assert vault.manager().verify().ok
     assert layout.live.number >= new.number
     assert not before.root.exists(), "the generation the catalog left behind was swept"
+
+
+def test_a_generation_with_its_own_catalog_is_read_then_moved_to_a_shared_one(
+    tmp_path: Path, embedder: object
+) -> None:
+    """An index of the previous format (a catalog inside each generation, no CATALOG
+    file) is searched as it is, and its next update copies the catalog once."""
+    root, index_dir = _indexed(tmp_path)
+    layout = IndexLayout(index_dir)
+    live = layout.live
+    shared = live.catalog
+    shared.rename(live.own_catalog)
+    for suffix in ("-wal", "-shm"):
+        shared.with_name(shared.name + suffix).unlink(missing_ok=True)
+    live.catalog_ref.unlink()
+    assert not live.shares_catalog
+    with Vault.open(root, index_dir=index_dir) as vault:
+        want = [h.path for h in vault.search("river", mode="keyword")]
+        assert want
+        write_files(root, {"n3.md": "# Note 3\n\nA glacier instead.\n"})
+        assert vault.index().updated == 1
+        assert vault.manager().verify().ok
+        assert "n3.md" not in [h.path for h in vault.search("river", mode="keyword")]
+    assert layout.live.shares_catalog
+    assert [p.name for p in layout.all_catalogs()] == [layout.live.catalog.name]
