@@ -349,8 +349,9 @@ def test_an_index_of_the_older_format_is_rebuilt_with_its_embeddings(
 def test_a_long_lived_writer_still_finds_a_catalog_damaged_after_its_own_run(
     tmp_path: Path, embedder: object
 ) -> None:
-    """The writer skips SQLite's quick_check for the catalog it sealed itself, only while
-    that file is untouched: damage after its run is found by its next update."""
+    """Every update looks at the catalog's header and a few pages (not every page, the
+    catalog being shared and written by every run): a truncation after the writer's own
+    run is found by its next update."""
     root = write_files(
         tmp_path / "vault", {f"n{i}.md": f"# N{i}\n\nglacier {i}\n" for i in range(5)}
     )

@@ -1,0 +1,125 @@
+"""One catalog shared by the generations (``store/generations.py``): an update changes it
+in one transaction instead of copying it, a reader keeps the rows of the generation it
+holds while a writer commits the next, and a writer killed between its catalog commit
+and the pointer switch leaves the new generation served and finished by the next run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import write_files
+from vaultsearch import Vault
+from vaultsearch.indexing.manager import IndexManager
+from vaultsearch.store.generations import hold_published
+from vaultsearch.store.layout import IndexLayout
+from vaultsearch.store.manifest import expected_manifest
+from vaultsearch.store.writer import GenerationWriter, clone_generation
+
+
+def _notes(version: int) -> dict[str, str | bytes]:
+    return {
+        f"n{i}.md": f"# Note {i}\n\nRiver {i} in version {version}. See [[n{(i + 1) % 6}]].\n"
+        for i in range(6)
+    }
+
+
+def _indexed(tmp_path: Path) -> tuple[Path, Path]:
+    root = write_files(tmp_path / "vault", _notes(0))
+    index_dir = tmp_path / "index"
+    with Vault.open(root, index_dir=index_dir) as vault:
+        vault.index()
+    return root, index_dir
+
+
+def test_an_update_shares_the_catalog_instead_of_copying_it(
+    tmp_path: Path, embedder: object
+) -> None:
+    root, index_dir = _indexed(tmp_path)
+    layout = IndexLayout(index_dir)
+    first = layout.live
+    catalog = first.catalog
+    assert first.shares_catalog
+    write_files(root, {"n1.md": "# Note 1\n\nA glacier now.\n"})
+    with Vault.open(root, index_dir=index_dir) as vault:
+        assert vault.index().updated == 1
+    second = layout.live
+    assert second.name != first.name
+    assert second.catalog == catalog
+    assert [p.name for p in layout.all_catalogs()] == [catalog.name]
+    assert not second.own_catalog.exists()
+
+
+def test_a_reader_keeps_its_generations_rows_while_a_writer_commits(
+    tmp_path: Path, embedder: object
+) -> None:
+    root, index_dir = _indexed(tmp_path)
+    with Vault.open(root, index_dir=index_dir) as reader:
+        assert reader.search("river", mode="keyword")
+        snap = reader.orchestrator.snapshot()
+        held = dict(snap.catalog.file_states())
+        write_files(root, {"n2.md": "# Note 2\n\nNothing but a glacier.\n"})
+        with Vault.open(root, index_dir=index_dir) as writer:
+            assert writer.index().updated == 1
+        assert snap.catalog.file_states() == held, "the held snapshot saw the next commit"
+        assert snap.is_stale()
+        fresh = reader.orchestrator.snapshot()
+        assert fresh.generation.name != snap.generation.name
+        assert fresh.catalog.file_states()["n2.md"][1] != held["n2.md"][1]
+
+
+def test_a_publish_cut_after_the_catalog_commit_is_served_and_finished(
+    tmp_path: Path, embedder: object
+) -> None:
+    """The writer's steps up to the catalog commit, then none: the state a kill between
+    the commit and the pointer switch leaves."""
+    root, index_dir = _indexed(tmp_path)
+    layout = IndexLayout(index_dir)
+    before = layout.live
+    with Vault.open(root, index_dir=index_dir) as vault:
+        manager: IndexManager = vault.manager()
+        new = clone_generation(layout, before)
+        writer = GenerationWriter(new, manager._settings(), fresh=False, shared=True)
+        try:
+            writer.commit(expected_manifest(vault.config, manager.embedder.dimension), {})
+        finally:
+            writer.close()
+    assert layout.live.name == before.name, "the pointer was not switched"
+    held = hold_published(layout)
+    assert held is not None
+    hold, catalog = held
+    try:
+        assert hold.generation.name == new.name, "a reader takes the generation the catalog names"
+    finally:
+        catalog.close()
+        hold.release()
+    with Vault.open(root, index_dir=index_dir) as vault:
+        assert vault.search("river", mode="keyword")
+        vault.index()
+        assert vault.manager().verify().ok
+    assert layout.live.number >= new.number
+    assert not before.root.exists(), "the generation the catalog left behind was swept"
+
+
+def test_a_generation_with_its_own_catalog_is_read_then_moved_to_a_shared_one(
+    tmp_path: Path, embedder: object
+) -> None:
+    """An index of the previous format (a catalog inside each generation, no CATALOG
+    file) is searched as it is, and its next update copies the catalog once."""
+    root, index_dir = _indexed(tmp_path)
+    layout = IndexLayout(index_dir)
+    live = layout.live
+    shared = live.catalog
+    shared.rename(live.own_catalog)
+    for suffix in ("-wal", "-shm"):
+        shared.with_name(shared.name + suffix).unlink(missing_ok=True)
+    live.catalog_ref.unlink()
+    assert not live.shares_catalog
+    with Vault.open(root, index_dir=index_dir) as vault:
+        want = [h.path for h in vault.search("river", mode="keyword")]
+        assert want
+        write_files(root, {"n3.md": "# Note 3\n\nA glacier instead.\n"})
+        assert vault.index().updated == 1
+        assert vault.manager().verify().ok
+        assert "n3.md" not in [h.path for h in vault.search("river", mode="keyword")]
+    assert layout.live.shares_catalog
+    assert [p.name for p in layout.all_catalogs()] == [layout.live.catalog.name]
