@@ -420,6 +420,8 @@ def test_flipped_bytes_in_the_catalog_are_repaired_by_check_repair_alone(
 def test_index_on_a_damaged_catalog_rebuilds_instead_of_crashing(
     indexed: tuple[Path, Path],
 ) -> None:
+    """The update's own check reads the header and a few pages; damage elsewhere shows
+    when the update reads a row, and the whole check then confirms it: a rebuild."""
     root, index_dir = indexed
     _flip_bytes(IndexLayout(index_dir).live.catalog, seed=2)
     code, out = run("index", str(root), "--index-dir", str(index_dir), "--json")

@@ -11,6 +11,7 @@ part of a run (``store/generations.py``).
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from collections import Counter
@@ -388,7 +389,15 @@ class IndexManager:
             if changes:
                 summary.rebuild_reasons = changes
                 current = self._rebuild_from_catalog(current, manifest, summary)
-            self._incremental(current, manifest, summary, paths, source)
+            try:
+                self._incremental(current, manifest, summary, paths, source)
+            except (sqlite3.DatabaseError, ValueError):
+                # the cheap check above reads a few pages: damage elsewhere shows when a
+                # row is read, and the whole check then decides whether it is damage
+                if not (damage := catalog_problems(current)):
+                    raise
+                summary = IndexSummary(rebuild_reasons=damage)
+                self._rebuild_from_files(current, manifest, summary)
         summary.seconds = time.perf_counter() - t0
         return summary
 
