@@ -5,6 +5,7 @@ and the pointer switch leaves the new generation served and finished by the next
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from tests.conftest import write_files
@@ -122,4 +123,38 @@ def test_a_generation_with_its_own_catalog_is_read_then_moved_to_a_shared_one(
         assert vault.manager().verify().ok
         assert "n3.md" not in [h.path for h in vault.search("river", mode="keyword")]
     assert layout.live.shares_catalog
+    assert [p.name for p in layout.all_catalogs()] == [layout.live.catalog.name]
+
+
+def test_repairing_a_damaged_shared_catalog_builds_a_new_file_beside_the_held_one(
+    tmp_path: Path, embedder: object
+) -> None:
+    """``check --repair`` never patches the shared catalog in place: a reader of the live
+    generation still reads it. A row no longer UTF-8 (damage SQLite's page check lets
+    through) makes the repair rebuild into a new catalog file; the reader keeps its
+    rows, and the damaged file goes with the last generation that names it."""
+    root, index_dir = _indexed(tmp_path)
+    layout = IndexLayout(index_dir)
+    damaged = layout.live.catalog
+    with Vault.open(root, index_dir=index_dir) as reader:
+        assert reader.search("river", mode="keyword")
+        snap = reader.orchestrator.snapshot()
+        held = dict(snap.catalog.file_states())
+        db = sqlite3.connect(damaged)
+        try:
+            db.execute("UPDATE chunks SET text = CAST(x'ff00fe' AS TEXT) WHERE id = 1")
+            db.commit()
+        finally:
+            db.close()
+        with Vault.open(root, index_dir=index_dir) as writer:
+            manager = writer.manager()
+            assert any(p.startswith("catalog: ") for p in manager.verify().problems)
+            summary = manager.repair()
+            assert "catalog: rebuilt from the vault's files" in summary.repaired
+            assert manager.verify().ok
+        assert layout.live.catalog != damaged
+        assert damaged.is_file(), "the catalog a reader holds was removed"
+        assert snap.catalog.file_states() == held
+    with Vault.open(root, index_dir=index_dir) as writer:
+        writer.index()
     assert [p.name for p in layout.all_catalogs()] == [layout.live.catalog.name]
