@@ -11,7 +11,7 @@ from pathlib import Path
 from tests.conftest import write_files
 from vaultsearch import Vault
 from vaultsearch.indexing.manager import IndexManager
-from vaultsearch.store.generations import hold_published
+from vaultsearch.store.generations import hold_published, newest_intact
 from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.manifest import expected_manifest
 from vaultsearch.store.writer import GenerationWriter, clone_generation
@@ -158,3 +158,22 @@ def test_repairing_a_damaged_shared_catalog_builds_a_new_file_beside_the_held_on
     with Vault.open(root, index_dir=index_dir) as writer:
         writer.index()
     assert [p.name for p in layout.all_catalogs()] == [layout.live.catalog.name]
+
+
+def test_a_lost_current_is_found_again_past_a_run_cut_before_its_catalog_commit(
+    tmp_path: Path, embedder: object
+) -> None:
+    """A run killed before its catalog commit leaves a newer generation with a whole
+    state file (cloned from the live one) whose rows were never committed: with
+    ``CURRENT`` lost, the repair starts from the generation the catalog names."""
+    root, index_dir = _indexed(tmp_path)
+    layout = IndexLayout(index_dir)
+    live = layout.live
+    cut = clone_generation(layout, live)
+    assert cut.state.is_file() and cut.number > live.number
+    layout.pointer.unlink()
+    assert newest_intact(layout) == live
+    with Vault.open(root, index_dir=index_dir) as vault:
+        summary = vault.manager().repair()
+        assert f"started from generation {live.name}" in summary.repaired[0]
+        assert vault.manager().verify().ok

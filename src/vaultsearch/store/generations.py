@@ -74,15 +74,36 @@ def hold_current(layout: IndexLayout) -> ReaderHold | None:
 
 
 def newest_intact(layout: IndexLayout) -> Generation | None:
-    """The newest generation a writer finished (its state file, written last, whole):
-    what a lost or damaged ``CURRENT`` named, or the run after it that was never
-    published. ``check --repair`` starts from it, and a sweep while ``CURRENT`` cannot
-    be read keeps it instead of deleting every generation."""
+    """The newest generation a writer finished (its state file, the last of its files,
+    whole) and whose catalog commit was made: what a lost or damaged ``CURRENT`` named,
+    or the run after it whose pointer switch was cut. ``check --repair`` starts from
+    it, and a sweep while ``CURRENT`` cannot be read keeps it instead of deleting every
+    generation."""
     for generation in reversed(layout.all_generations()):
         state = read_state(generation.root)
-        if state is not None and state.get("checksum") == state_checksum(state):
+        if state is None or state.get("checksum") != state_checksum(state):
+            continue
+        if not _ahead_of_its_catalog(layout, generation):
             return generation
     return None
+
+
+def _ahead_of_its_catalog(layout: IndexLayout, generation: Generation) -> bool:
+    """A writer killed after the state file but before the catalog commit: the shared
+    catalog still names an older generation, whose rows it holds. A catalog that cannot
+    be read says nothing (the repair rebuilds it)."""
+    if not generation.shares_catalog or not generation.catalog.is_file():
+        return False
+    try:
+        catalog = open_catalog_for_reading(generation.catalog)
+        try:
+            published = catalog.published
+        finally:
+            catalog.close()
+    except Exception:
+        return False
+    named = layout.generation(published).number if published else 0
+    return 0 < named < generation.number
 
 
 def hold_generation(generation: Generation) -> ReaderHold | None:
