@@ -11,7 +11,7 @@ from pathlib import Path
 from tests.conftest import write_files
 from vaultsearch import Vault
 from vaultsearch.indexing.manager import IndexManager
-from vaultsearch.store.generations import hold_published, newest_intact
+from vaultsearch.store.generations import hold_published, newest_intact, sweep
 from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.manifest import expected_manifest
 from vaultsearch.store.writer import GenerationWriter, clone_generation
@@ -177,3 +177,17 @@ def test_a_lost_current_is_found_again_past_a_run_cut_before_its_catalog_commit(
         summary = vault.manager().repair()
         assert f"started from generation {live.name}" in summary.repaired[0]
         assert vault.manager().verify().ok
+
+
+def test_a_new_catalog_never_takes_the_name_of_a_lost_ones_wal(tmp_path: Path) -> None:
+    """A catalog deleted with its ``-wal`` left behind: SQLite would read that WAL's
+    pages into a new file of the same name, so the next catalog takes another number,
+    and a sweep removes the leftover once no generation names it."""
+    layout = IndexLayout(tmp_path / "index")
+    assert layout.next_catalog().name == "c000001.sqlite"
+    layout.catalogs.mkdir(parents=True)
+    (layout.catalogs / "c000001.sqlite").write_bytes(b"")
+    (layout.catalogs / "c000002.sqlite-wal").write_bytes(b"pages of a lost catalog")
+    assert layout.next_catalog().name == "c000003.sqlite"
+    sweep(layout)
+    assert list(layout.catalogs.iterdir()) == []

@@ -228,7 +228,7 @@ def sweep(layout: IndexLayout) -> list[str]:
         for leftover in layout.generations.glob(".trash-*"):
             shutil.rmtree(leftover, ignore_errors=True)
     named = {g.catalog for g in layout.all_generations()}
-    for catalog in layout.all_catalogs():
+    for catalog in layout.catalog_files():
         if catalog not in named:
             for suffix in ("", "-wal", "-shm", "-journal"):
                 catalog.with_name(catalog.name + suffix).unlink(missing_ok=True)

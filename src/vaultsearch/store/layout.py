@@ -20,6 +20,7 @@ POINTER_NAME = "CURRENT"
 CATALOG_REF = "CATALOG"
 _GENERATION = re.compile(r"^g(\d{6,})$")
 _CATALOG = re.compile(r"^c(\d{6,})\.sqlite$")
+_CATALOG_FILE = re.compile(r"^c(\d{6,})\.sqlite(-wal|-shm|-journal)?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,8 +123,20 @@ class IndexLayout:
             return []
         return [self.catalogs / n for n in names if _CATALOG.match(n)]
 
+    def catalog_files(self) -> list[Path]:
+        """Every catalog a file in ``catalogs/`` belongs to, the catalog itself or only
+        its ``-wal``, ``-shm`` or ``-journal`` (what a lost catalog leaves)."""
+        try:
+            names = [p.name for p in self.catalogs.iterdir()]
+        except OSError:
+            return []
+        found = {int(m.group(1)) for n in names if (m := _CATALOG_FILE.match(n))}
+        return [self.catalogs / f"c{n:06d}.sqlite" for n in sorted(found)]
+
     def next_catalog(self) -> Path:
-        numbers = [int(m.group(1)) for p in self.all_catalogs() if (m := _CATALOG.match(p.name))]
+        """A name no file in ``catalogs/`` uses, counting a lost catalog's ``-wal``: a
+        new file under that name would take the old WAL's pages as its own."""
+        numbers = [int(p.name[1:-7]) for p in self.catalog_files()]
         return self.catalogs / f"c{max(numbers, default=0) + 1:06d}.sqlite"
 
     @property
