@@ -14,6 +14,7 @@ from vaultsearch.indexing.manager import IndexManager
 from vaultsearch.store.generations import hold_published, newest_intact, sweep
 from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.manifest import expected_manifest
+from vaultsearch.store.verify import verify_store
 from vaultsearch.store.writer import GenerationWriter, clone_generation
 
 
@@ -191,3 +192,28 @@ def test_a_new_catalog_never_takes_the_name_of_a_lost_ones_wal(tmp_path: Path) -
     assert layout.next_catalog().name == "c000003.sqlite"
     sweep(layout)
     assert list(layout.catalogs.iterdir()) == []
+
+
+def test_check_during_a_publish_cut_after_the_catalog_commit_reads_one_generation(
+    tmp_path: Path, embedder: object
+) -> None:
+    """The catalog commit of a run with changes made, the pointer not yet switched:
+    ``check`` reads the generation the catalog names with its rows, instead of the
+    pointer's generation against the next commit's rows."""
+    root, index_dir = _indexed(tmp_path)
+    layout = IndexLayout(index_dir)
+    before = layout.live
+    with Vault.open(root, index_dir=index_dir) as vault:
+        manager: IndexManager = vault.manager()
+        new = clone_generation(layout, before)
+        writer = GenerationWriter(new, manager._settings(), fresh=False, shared=True)
+        try:
+            with writer.catalog.transaction():
+                writer.catalog.bump_generation()
+            writer.commit(expected_manifest(vault.config, manager.embedder.dimension), {})
+        finally:
+            writer.close()
+        assert layout.live.name == before.name
+        report = verify_store(layout, vault.config)
+    assert report.ok, report.problems
+    assert report.generation == new.name
