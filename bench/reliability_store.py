@@ -315,9 +315,11 @@ def corruption(root: Path, index_dir: Path, work: Path) -> dict[str, object]:
     live = IndexLayout(pristine).live
     targets = [
         IndexLayout(pristine).pointer,
+        live.catalog,  # shared by the generations, outside the generation's folder
         *sorted(
             p for p in live.root.rglob("*")
             if p.is_file() and not p.name.endswith(".lock") and not p.name.endswith("-shm")
+            and p != live.catalog
         ),
     ]  # fmt: skip
     with Vault.open(root, index_dir=pristine) as vault:
@@ -333,7 +335,7 @@ def corruption(root: Path, index_dir: Path, work: Path) -> dict[str, object]:
             damage(damaged / rel, how, rng)
             dl = IndexLayout(damaged)
             harmless = (
-                rel.name == "catalog.sqlite" and how == "bitflip"
+                target == live.catalog and how == "bitflip"
                 and catalog_dump(damaged / rel) == pristine_dump
             )  # fmt: skip
             args = [str(root), "--index-dir", str(damaged)]
@@ -378,8 +380,10 @@ def corruption(root: Path, index_dir: Path, work: Path) -> dict[str, object]:
 def disk_full(root: Path, index_dir: Path, env: dict[str, str], work: Path) -> dict[str, object]:
     mnt = work / "tmpfs"
     mnt.mkdir(exist_ok=True)
-    size = sum(p.stat().st_size for p in IndexLayout(index_dir).live.root.rglob("*") if p.is_file())
-    kb = int(size * 1.5 / 1024) + 64
+    # room for the copy of the whole folder (old generations and their catalogs too)
+    # and for half of a rebuild of what a reader uses: the rebuild runs out of space
+    copied = sum(p.stat().st_size for p in index_dir.rglob("*") if p.is_file())
+    kb = int((copied + IndexLayout(index_dir).size_on_disk() * 0.5) / 1024) + 64
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kb}k", "tmpfs", str(mnt)],
                              capture_output=True, text=True)  # fmt: skip
     if mounted.returncode != 0:

@@ -12,6 +12,7 @@ import os
 import random
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -20,6 +21,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.conftest import embeddings, write_files
@@ -349,8 +351,9 @@ def test_an_index_of_the_older_format_is_rebuilt_with_its_embeddings(
 def test_a_long_lived_writer_still_finds_a_catalog_damaged_after_its_own_run(
     tmp_path: Path, embedder: object
 ) -> None:
-    """The writer skips SQLite's quick_check for the catalog it sealed itself, only while
-    that file is untouched: damage after its run is found by its next update."""
+    """Every update looks at the catalog's header and a few pages (not every page, the
+    catalog being shared and written by every run): a truncation after the writer's own
+    run is found by its next update."""
     root = write_files(
         tmp_path / "vault", {f"n{i}.md": f"# N{i}\n\nglacier {i}\n" for i in range(5)}
     )
@@ -419,6 +422,8 @@ def test_flipped_bytes_in_the_catalog_are_repaired_by_check_repair_alone(
 def test_index_on_a_damaged_catalog_rebuilds_instead_of_crashing(
     indexed: tuple[Path, Path],
 ) -> None:
+    """The update's own check reads the header and a few pages; damage elsewhere shows
+    when the update reads a row, and the whole check then confirms it: a rebuild."""
     root, index_dir = indexed
     _flip_bytes(IndexLayout(index_dir).live.catalog, seed=2)
     code, out = run("index", str(root), "--index-dir", str(index_dir), "--json")
@@ -588,3 +593,48 @@ def test_flipped_bytes_in_a_keyword_segment_are_flagged_not_silent(
     assert _repair(root, index_dir)["chunks_embedded"] == 0
     with Vault.open(root, index_dir=index_dir) as vault:
         assert vault.search("glacier").degraded is None
+
+
+def test_salvage_refuses_a_vector_changed_by_one_damaged_byte(
+    tmp_path: Path, embedder: object
+) -> None:
+    """A vector's highest mantissa bit inverted leaves its norm within 1e-3 of 1 but
+    changes a value by ~0.01, enough to reorder answers (bench/attack_repair.py, seed 0
+    with the cache off): the salvage keeps only what the writer stored (norm 1 to
+    float32 precision)."""
+    from vaultsearch.store.salvage import SalvagedEmbeddings
+
+    root = write_files(tmp_path / "vault", notes(4))
+    index_dir = tmp_path / "index"
+    with Vault.open(root, index_dir=index_dir) as vault:
+        vault.index()
+        model, dimension = vault.manager().embedder.cache_key, vault.manager().embedder.dimension
+    catalog = IndexLayout(index_dir).live.catalog
+    db = sqlite3.connect(catalog)
+    try:
+        rows = db.execute("SELECT text_hash, vector FROM embeddings WHERE model=?", (model,))
+        stored = dict(rows.fetchall())
+        first = sorted(stored)[0]
+        vector = np.frombuffer(stored[first], dtype=np.float32)
+        k = int(np.argmin(np.abs(np.abs(vector) - 0.03)))
+        damaged = bytearray(stored[first])
+        damaged[4 * k + 2] ^= 0x40  # little-endian: the mantissa's highest bit
+        changed = np.frombuffer(bytes(damaged), dtype=np.float32)
+        assert abs(float(np.linalg.norm(changed)) - 1) < 1e-3  # what the old bound let in
+        assert float(np.max(np.abs(changed - vector))) > 1e-3
+        db.execute(
+            "UPDATE embeddings SET vector=? WHERE model=? AND text_hash=?",
+            (bytes(damaged), model, first),
+        )
+        db.commit()
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        db.close()
+    salvage = SalvagedEmbeddings(catalog, dimension)
+    try:
+        found = salvage.embedding_blobs(model, sorted(stored))
+    finally:
+        salvage.close()
+    assert first not in found
+    assert all(found[h] == stored[h] for h in found)
+    assert len(found) == len(stored) - 1

@@ -1,8 +1,15 @@
 """Resolve link targets to note paths the way Obsidian does, without touching the disk.
 
 Obsidian lets a link name a note by path, by bare file name or by alias, ignoring case
-and the ``.md`` extension. Every lookup here is a dict probe prepared at build time, so
-re-resolving all links after each vault change stays cheap.
+and the ``.md`` extension. Every lookup here is a dict probe prepared at build time.
+
+Which links a change of notes can move: every table the resolver probes is keyed by a
+form of a note's path or alias whose last segment, lower-cased and without a note
+extension, is that entry's *name key* (``note_keys``); a link only ever probes entries
+under its own target's and label's name key (``link_key``). So after notes are added,
+removed, moved or change aliases, only the links whose key is among those notes' old
+and new keys, and the links of those notes themselves, can resolve differently; an
+update re-resolves just them (``indexing/linking.py``).
 """
 
 from __future__ import annotations
@@ -139,3 +146,30 @@ def _keep_best(table: dict[str, str], key: str, path: str) -> None:
     current = table.get(key)
     if current is None or _rank(path) < _rank(current):
         table[key] = path
+
+
+def _name_key(lower: str) -> str:
+    base = posixpath.basename(lower)
+    stem = _strip_note_ext(base)
+    return stem if stem is not None else base
+
+
+def note_keys(path: str, aliases: Iterable[object]) -> set[str]:
+    """The name keys under which a note (source-relative path) can be found."""
+    keys = {_name_key(_clean(path).lower())}
+    keys.update(_name_key(a.strip().lower()) for a in aliases if isinstance(a, str) and a.strip())
+    return keys
+
+
+ALWAYS = "*"
+"""The key of a link with no single name key: it is resolved again on every update."""
+
+
+def link_key(target: str) -> str:
+    """The name key every lookup of ``target`` probes under; ``ALWAYS`` when it has no
+    single one (a path ending in ``/``, ``.`` or ``..``)."""
+    cleaned = _clean(target).lower()
+    last = cleaned.rsplit("/", 1)[-1]
+    if cleaned and (last in ("", ".", "..") or posixpath.basename(target.strip()) in (".", "..")):
+        return ALWAYS
+    return _name_key(cleaned)

@@ -1,14 +1,17 @@
 """The IndexManager: parse every changed note and fan it out to the store.
 
-No run writes the generation readers use. An update fills a copy of the live
-generation (catalog copied, Tantivy's segments hard-linked); a rebuild (``--full``,
-a changed manifest, a damaged catalog, ``check --repair``) fills an empty one. Either
-is published in one step when complete, so a crash or a full disk leaves the previous
-generation served, and no reader ever sees part of a run.
+No run writes the generation readers use. An update fills a new generation from
+the live one (Tantivy's segments hard-linked) and changes the shared catalog in one
+transaction that readers see only once the generation is published; a rebuild
+(``--full``, a changed manifest, a damaged catalog, ``check --repair``) fills an empty
+generation and a new catalog file. Either is published in one step when complete, so
+a crash or a full disk leaves the previous generation served, and no reader ever sees
+part of a run (``store/generations.py``).
 """
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from collections import Counter
@@ -30,7 +33,7 @@ from vaultsearch.errors import (
 )
 from vaultsearch.indexing.changes import ChangePlan, FileText, describe_plan, plan_changes
 from vaultsearch.indexing.chunker import chunk_capped
-from vaultsearch.indexing.links import LinkResolver
+from vaultsearch.indexing.linking import resolve_links
 from vaultsearch.indexing.parsebox import ParseBox
 from vaultsearch.indexing.progress import Progress, SilentProgress, working_on
 from vaultsearch.indexing.scan import FileInfo, IgnoreRules, scan_paths
@@ -40,11 +43,12 @@ from vaultsearch.parsers import ParserRegistry
 from vaultsearch.parsers.sentences import unit_texts
 from vaultsearch.sourceconfig import VAULT_SOURCE
 from vaultsearch.store.atomic import atomic_write_json, temp_target
-from vaultsearch.store.catalog import Catalog, open_catalog_for_reading, seal_catalog
+from vaultsearch.store.catalog import Catalog, checkpoint, open_catalog_for_reading
 from vaultsearch.store.derived import Batch, DerivedSettings
 from vaultsearch.store.embedcache import EmbeddingCache, default_cache_dir
 from vaultsearch.store.generations import (
     create_generation,
+    finish_publish,
     newest_intact,
     publish,
     remove_legacy_files,
@@ -67,7 +71,7 @@ from vaultsearch.store.writer import (
     GenerationWriter,
     catalog_problems,
     clone_generation,
-    copy_catalog,
+    generation_sharing_catalog,
 )
 
 SOURCES_STATE = "sources.json"
@@ -194,7 +198,6 @@ class IndexManager:
         self.cache = EmbeddingCache(
             default_cache_dir(config.embedding.cache_dir), config.embedding.cache_size_mb * MB
         )
-        self._sound_catalog: tuple[str, int, int] | None = None
         self._box: ParseBox | None = None
         """The child process that parses the files of the run in progress."""
         self._salvage: SalvagedEmbeddings | None = None
@@ -292,6 +295,7 @@ class IndexManager:
             )
         try:
             self._remove_stale_temps()
+            finish_publish(self.layout)
             sweep(self.layout)
             yield
         finally:
@@ -385,7 +389,15 @@ class IndexManager:
             if changes:
                 summary.rebuild_reasons = changes
                 current = self._rebuild_from_catalog(current, manifest, summary)
-            self._incremental(current, manifest, summary, paths, source)
+            try:
+                self._incremental(current, manifest, summary, paths, source)
+            except (sqlite3.DatabaseError, ValueError):
+                # the cheap check above reads a few pages: damage elsewhere shows when a
+                # row is read, and the whole check then decides whether it is damage
+                if not (damage := catalog_problems(current)):
+                    raise
+                summary = IndexSummary(rebuild_reasons=damage)
+                self._rebuild_from_files(current, manifest, summary)
         summary.seconds = time.perf_counter() - t0
         return summary
 
@@ -397,9 +409,10 @@ class IndexManager:
         paths: Collection[str] | None,
         source: str | None = None,
     ) -> None:
-        """Changes go into a copy of the live generation (catalog copied, Tantivy's
-        immutable segments hard-linked), published in one step when all are in, so a
-        reader never sees part of a run; a run with nothing to do writes nothing."""
+        """Changes go into a new generation made from the live one (Tantivy's immutable
+        segments hard-linked) and one transaction of the shared catalog, published in
+        one step when all are in, so a reader never sees part of a run; a run with
+        nothing to do writes nothing."""
         catalog = open_catalog_for_reading(live.catalog)
         try:
             scanned, known, failures, scan = self._look(catalog, paths, source, sync=True)
@@ -417,10 +430,10 @@ class IndexManager:
             return
         generation = clone_generation(self.layout, live)
         try:
-            writer = GenerationWriter(generation, self._settings(), fresh=False)
+            writer = GenerationWriter(generation, self._settings(), fresh=False, shared=True)
         except (IndexCorruptError, RuntimeError, ValueError) as exc:
             summary.repaired.append(f"derived indexes: unreadable, rebuilt ({exc})")
-            writer = GenerationWriter(generation, self._settings(), fresh=True)
+            writer = GenerationWriter(generation, self._settings(), fresh=True, shared=True)
         try:
             summary.repaired += writer.level()
             self._run_plan(writer, plan, summary, manifest)
@@ -445,8 +458,8 @@ class IndexManager:
         if keep_sources and previous is not None:
             _refuse_to_drop(previous, scan.unavailable)
         sources = self._embedding_sources(previous or newest_intact(self.layout))
-        generation = create_generation(self.layout)
-        writer = GenerationWriter(generation, self._settings(), fresh=True)
+        generation = create_generation(self.layout, self.layout.next_catalog())
+        writer = GenerationWriter(generation, self._settings(), fresh=True, shared=False)
         try:
             self._last_scan = scan
             summary.left_out = dict(scan.unavailable)
@@ -469,11 +482,10 @@ class IndexManager:
     def _rebuild_from_catalog(
         self, previous: Generation, manifest: dict[str, Any], summary: IndexSummary
     ) -> Generation:
-        """A new generation with a copy of the catalog and derived indexes rebuilt
-        from it: a tokenizer change, or derived files too damaged to update."""
-        generation = create_generation(self.layout)
-        copy_catalog(previous, generation)
-        writer = GenerationWriter(generation, self._settings(), fresh=True)
+        """A new generation on the same catalog with derived indexes rebuilt from it: a
+        tokenizer change, or derived files too damaged to update."""
+        generation = generation_sharing_catalog(self.layout, previous)
+        writer = GenerationWriter(generation, self._settings(), fresh=True, shared=True)
         try:
             writer.level()
             writer.commit(manifest, summary.to_dict())
@@ -503,20 +515,13 @@ class IndexManager:
         atomic_write_json(self.layout.root / SOURCES_STATE, state)
 
     def _catalog_damage(self, generation: Generation) -> list[str]:
-        """SQLite's quick_check reads the whole catalog, on every update of a live index:
-        skipped for the catalog this process sealed or found sound, while its file keeps
-        the same size and mtime (``check`` always runs it)."""
-        key = _file_key(generation.catalog)
-        if key is not None and key == self._sound_catalog:
-            return []
-        damage = catalog_problems(generation)
-        self._sound_catalog = None if damage else key
-        return damage
+        """Every update looks at the catalog's header and a few pages, not at every page
+        (SQLite's quick_check reads the whole file: ``check`` runs it)."""
+        return catalog_problems(generation, thorough=False)
 
     def _publish(self, generation: Generation) -> None:
-        seal_catalog(generation.catalog)
-        self._sound_catalog = _file_key(generation.catalog)
         publish(self.layout, generation)
+        checkpoint(generation.catalog)
         sweep(self.layout)
         remove_legacy_files(self.layout)
 
@@ -577,6 +582,8 @@ class IndexManager:
                 except _Cancelled:
                     summary.cancelled = True
                     break
+            with writer.catalog.transaction():
+                resolve_links(writer.catalog)
             writer.commit(manifest, summary.to_dict())
         finally:
             box.close()
@@ -711,7 +718,6 @@ class IndexManager:
                     removed_ids += catalog.delete_note(old_note.id)
                     stale_paths.append(ft.info.path)
                 catalog.set_failure(ft.info.path, reason, ft.info.mtime_ns, ft.info.size)
-            _resolve_links(catalog)
             catalog.bump_generation()
         summary.chunks_written += len(added_ids)
         writer.apply(Batch(catalog, removed_ids, added_ids, stale_paths))
@@ -891,36 +897,6 @@ def _looks_whole(generation: Generation, catalog: Catalog) -> bool:
     )
 
 
-def _resolve_links(catalog: Catalog) -> None:
-    """Re-resolve every link: adding or removing one note can change where others point.
-    A link resolves within its own source: each source is a vault of its own, and a
-    README's ``[[index]]`` must not land in another repository."""
-    notes = catalog.notes()
-    by_source: dict[str, list[tuple[str, str, list[str]]]] = {}
-    for n in notes:
-        rel = n.path[len(n.source) + 1 :] if n.source else n.path
-        by_source.setdefault(n.source, []).append((rel, n.path, n.aliases))
-    resolvers = {
-        name: (LinkResolver((rel, aliases) for rel, _, aliases in rows), {r: p for r, p, _ in rows})
-        for name, rows in by_source.items()
-    }
-    of_note = {n.id: n for n in notes}
-    updates = []
-    for link in catalog.links():
-        note = of_note.get(link.source_id)
-        found: str | None = None
-        if note is not None:
-            resolver, ids = resolvers[note.source]
-            rel = note.path[len(note.source) + 1 :] if note.source else note.path
-            found = resolver.resolve_link(link.target, link.label, rel)
-            found = ids.get(found, found) if found else None
-        target = found
-        if target != link.target_path:
-            updates.append((target, link.source_id, link.target, link.label))
-    if updates:
-        catalog.set_link_targets(updates)
-
-
 def _with_warnings(note: ParsedNote, warnings: list[str]) -> ParsedNote:
     from dataclasses import replace
 
@@ -935,14 +911,6 @@ def read_sources_state(index_dir: Path) -> dict[str, dict[str, str]]:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def _file_key(path: Path) -> tuple[str, int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return str(path), st.st_size, st.st_mtime_ns
 
 
 def _refuse_to_drop(previous: Generation, unavailable: dict[str, str]) -> None:

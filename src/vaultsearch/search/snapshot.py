@@ -2,10 +2,12 @@
 
 A reader holds the live generation (a shared lock on its ``readers.lock``, so the
 writer keeps its files) until the writer publishes a new one (the pointer file
-``CURRENT`` changes), then opens that at the next query. A published generation is
-never written again, so what a snapshot loads is always one whole state; the check
-that the catalog's commit equals the state file's, and the short wait, only guard
-against a folder someone changed by hand.
+``CURRENT`` changes), then opens that at the next query. A published generation's
+files are never written again, and the shared catalog is read in one read
+transaction that shows that generation's rows (``generations.hold_published``), so
+what a snapshot loads is always one whole state; the check that the catalog's commit
+equals the state file's, and the short wait, only guard against a folder someone
+changed by hand.
 """
 
 from __future__ import annotations
@@ -24,10 +26,10 @@ import numpy as np
 from vaultsearch.config import Config
 from vaultsearch.errors import IndexCorruptError, IndexMissingError
 from vaultsearch.search.filters import NoteMeta, SearchFilters
-from vaultsearch.store.catalog import Catalog, ChunkRow, open_catalog_for_reading
+from vaultsearch.store.catalog import Catalog, ChunkRow
 from vaultsearch.store.derived import DERIVED, DerivedSettings
 from vaultsearch.store.derived.sentences import SentenceVectors
-from vaultsearch.store.generations import ReaderHold, hold_current
+from vaultsearch.store.generations import ReaderHold, hold_published
 from vaultsearch.store.keywords import KeywordIndex
 from vaultsearch.store.layout import Generation, IndexLayout
 from vaultsearch.store.manifest import read_manifest
@@ -113,21 +115,25 @@ class Snapshot:
 
     @classmethod
     def _open_once(cls, layout: IndexLayout, config: Config) -> tuple[Snapshot, bool]:
-        hold = hold_current(layout)
-        if hold is None:
+        held = hold_published(layout)
+        if held is None:
             raise IndexMissingError(
                 f"No index has been published in {layout.root}.", fix="vaultsearch index"
             )
+        hold, catalog = held
         try:
-            return cls._open_held(layout, config, hold)
+            return cls._open_held(layout, config, hold, catalog)
         except BaseException:
+            catalog.close()
             hold.release()
             raise
 
     @classmethod
     def _open_held(
-        cls, layout: IndexLayout, config: Config, hold: ReaderHold
+        cls, layout: IndexLayout, config: Config, hold: ReaderHold, catalog: Catalog
     ) -> tuple[Snapshot, bool]:
+        """``catalog`` is in the read transaction that shows ``hold``'s generation; it
+        stays open for the snapshot's life (chunk texts are read as results need them)."""
         generation = hold.generation
         key, state = _read_state(layout, generation)
         manifest = read_manifest(generation.root) or {}
@@ -135,33 +141,23 @@ class Snapshot:
         readers, damaged = _readers(generation, settings, state)
         vectors, keywords, graph = readers["vectors"], readers["keywords"], readers["graph"]
         sentences = readers["sentences"]
-        catalog = open_catalog_for_reading(generation.catalog)
-        catalog.db.execute("BEGIN")
-        try:
-            generation_no = catalog.generation
-            added = ", ".join(catalog.column(c) for c in ("source", "kind", "language"))
-            notes = {
-                r[0]: NoteMeta(
-                    r[0], r[1], r[2], tuple(json.loads(r[3])), json.loads(r[4]), r[5], *r[6:]
-                )
-                for r in catalog.db.execute(
-                    f"SELECT id, path, title, tags, frontmatter, date, {added} FROM notes"
-                )
-            }
-            pairs = np.array(
-                catalog.db.execute(
-                    "SELECT id, note_id FROM chunks ORDER BY note_id, id"
-                ).fetchall(),
-                dtype=np.int64,
-            ).reshape(-1, 2)
-        except BaseException:
-            catalog.close()
-            raise
-        finally:
-            if catalog.db.in_transaction:
-                catalog.db.execute("COMMIT")
-        # the state file is written last: once it names the catalog's commit, a count
-        # that differs is damage, not a commit still in progress
+        generation_no = catalog.generation
+        added = ", ".join(catalog.column(c) for c in ("source", "kind", "language"))
+        notes = {
+            r[0]: NoteMeta(
+                r[0], r[1], r[2], tuple(json.loads(r[3])), json.loads(r[4]), r[5], *r[6:]
+            )
+            for r in catalog.db.execute(
+                f"SELECT id, path, title, tags, frontmatter, date, {added} FROM notes"
+            )
+        }
+        pairs = np.array(
+            catalog.db.execute("SELECT id, note_id FROM chunks ORDER BY note_id, id").fetchall(),
+            dtype=np.int64,
+        ).reshape(-1, 2)
+        # the state file is written before the catalog commit that names its generation:
+        # once it names the catalog's commit, a count that differs is damage, not a
+        # commit still in progress
         whole = not state or state.get("generation") == generation_no
         for name, reader, counted in (
             ("vectors", vectors, "vectors"),

@@ -3,6 +3,13 @@
 SQLite in WAL mode gives one writer and many snapshot readers without a server.
 FAISS, Tantivy and the graph can all be rebuilt from it, and the embedding cache
 in it is what makes that rebuild free of model calls.
+
+One catalog file serves every generation that names it. A run that changes a
+catalog readers use holds one write transaction from its first change to its
+publish (``begin_run``/``finish``): its batches are savepoints in it, and the last
+statement records the generation it publishes (meta ``published``). A reader opens
+one read transaction (a WAL snapshot) and so sees the catalog of exactly one
+published generation, never part of a run; a kill rolls the whole run back.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from vaultsearch.embedding.locate import text_hash
+from vaultsearch.indexing.links import link_key, note_keys
 from vaultsearch.models import Chunk, Link, ParsedNote
 from vaultsearch.parsers.sentences import MAX_UNITS, unit_texts
 
@@ -80,7 +88,9 @@ CREATE TABLE IF NOT EXISTS links (
     block TEXT,
     label TEXT,
     kind TEXT NOT NULL,
-    line INTEGER NOT NULL
+    line INTEGER NOT NULL,
+    target_key TEXT,
+    label_key TEXT
 );
 CREATE INDEX IF NOT EXISTS links_by_source ON links(source_id);
 CREATE TABLE IF NOT EXISTS embeddings (
@@ -107,10 +117,18 @@ _ADDED_COLUMNS = {
         ("node_type", "TEXT NOT NULL DEFAULT ''"),
         ("page", "INTEGER NOT NULL DEFAULT 0"),
     ),
+    "links": (("target_key", "TEXT"), ("label_key", "TEXT")),
 }
 """Columns added after the first release: an older catalog gets them in place, with
 defaults that are true of everything it holds (Markdown notes of the vault), so an
-existing index keeps working without a rebuild or a single model call."""
+existing index keeps working without a rebuild or a single model call. A link's keys
+(``indexing/links.py``) start NULL, which means "resolve it every time", until the
+next run fills them in (``fill_link_keys``)."""
+
+_KEY_INDEXES = """
+CREATE INDEX IF NOT EXISTS links_by_target_key ON links(target_key);
+CREATE INDEX IF NOT EXISTS links_by_label_key ON links(label_key);
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +202,11 @@ def _chunk_row(r: Sequence[Any]) -> ChunkRow:
     return ChunkRow(r[0], r[1], r[2], tuple(json.loads(r[3])), *r[4:])
 
 
+def _relative(path: str, source: str) -> str:
+    """A note's path inside its source: links resolve within their own source."""
+    return path[len(source) + 1 :] if source else path
+
+
 def _missing_columns(db: sqlite3.Connection) -> list[tuple[str, str, str]]:
     out = []
     for table, columns in _ADDED_COLUMNS.items():
@@ -203,21 +226,10 @@ def _column_list(cols: str, missing: set[str]) -> str:
     return ", ".join(f"{defaults[c]} AS {c}" if c in missing else c for c in parts)
 
 
-def seal_catalog(path: Path) -> None:
-    """Fold the WAL into the file and leave WAL mode: a published generation is never
-    written again, and a single file is what read-only readers (another user, a
-    read-only mount) can open, and what a copy or a damaged -wal cannot split."""
-    db = sqlite3.connect(path)
-    try:
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        db.execute("PRAGMA journal_mode=DELETE")
-    finally:
-        db.close()
-
-
 def open_catalog_for_reading(path: Path) -> Catalog:
     """Read-only; where SQLite cannot use the WAL files (another user, a read-only
-    mount, no writer running), the file is read as immutable instead."""
+    mount), the file is read as immutable instead: as the last checkpoint left it,
+    which the writer makes after every publish when no reader holds an older one."""
     catalog = None
     try:
         catalog = Catalog(path, readonly=True)
@@ -229,11 +241,33 @@ def open_catalog_for_reading(path: Path) -> Catalog:
     return Catalog(path, readonly=True, immutable=True)
 
 
+def checkpoint(path: Path) -> None:
+    """Fold the WAL back into the file when no reader holds an older snapshot (never
+    waits for one): keeps the WAL small, and lets a reader that cannot use the WAL
+    files (another user, a read-only mount) read the file as it stands."""
+    db = sqlite3.connect(path)
+    try:
+        db.execute("PRAGMA busy_timeout=0")
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    except sqlite3.OperationalError:
+        pass
+    finally:
+        db.close()
+
+
 class Catalog:
     """One SQLite connection. Writers use ``transaction()``; readers just query."""
 
     def __init__(self, path: Path, readonly: bool = False, immutable: bool = False) -> None:
         self.path = path
+        self.in_run = False
+        self.link_sources: set[int] = set()
+        """Notes whose links must be resolved again (their links or their path changed)."""
+        self.link_keys: set[str] = set()
+        self.graph_sources: set[int] = set()
+        """Notes whose node or outgoing edges in the graph may have changed."""
+        """Name keys of notes that appeared, went, moved or changed aliases: the links
+        probing them may now resolve elsewhere."""
         if readonly:
             uri = f"{path.resolve().as_uri()}?mode=ro" + ("&immutable=1" if immutable else "")
             self.db = sqlite3.connect(uri, uri=True, check_same_thread=False)
@@ -244,7 +278,8 @@ class Catalog:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.executescript(_SCHEMA)
         self.db.execute("PRAGMA foreign_keys=ON")
-        self.db.execute("PRAGMA synchronous=NORMAL")
+        # a writer's commit publishes a generation: it must survive a power cut
+        self.db.execute(f"PRAGMA synchronous={'NORMAL' if readonly else 'FULL'}")
         self.db.execute("PRAGMA busy_timeout=10000")
         self.note_cols, self.chunk_cols = _NOTE_COLS, _CHUNK_COLS
         self.missing: set[str] = set()
@@ -256,16 +291,30 @@ class Catalog:
             with self.transaction():
                 for table, name, decl in missing:
                     self.db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {decl}")
+        if not readonly:
+            self.db.executescript(_KEY_INDEXES)
         elif missing:
             self.missing = {name for _, name, _ in missing}
             self.note_cols = _column_list(_NOTE_COLS, self.missing)
             self.chunk_cols = _column_list(_CHUNK_COLS, self.missing)
 
     def close(self) -> None:
+        self.abandon()
         self.db.close()
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A transaction, or inside a run a savepoint of the run's one transaction."""
+        if self.in_run:
+            self.db.execute("SAVEPOINT step")
+            try:
+                yield self.db
+            except BaseException:
+                self.db.execute("ROLLBACK TO step")
+                self.db.execute("RELEASE step")
+                raise
+            self.db.execute("RELEASE step")
+            return
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield self.db
@@ -273,6 +322,32 @@ class Catalog:
             self.db.rollback()
             raise
         self.db.commit()
+
+    def begin_run(self) -> None:
+        """Everything until ``finish`` is one transaction: readers of this catalog see
+        none of it until the generation it belongs to is published."""
+        self.db.execute("BEGIN IMMEDIATE")
+        self.in_run = True
+
+    def finish(self, generation: str) -> None:
+        """Record ``generation`` as the one this catalog's rows belong to, and commit:
+        the derived files of that generation must be on disk before."""
+        with self.transaction():
+            self.set_meta("published", generation)
+        if self.in_run:
+            self.db.commit()
+            self.in_run = False
+
+    def abandon(self) -> None:
+        if self.in_run:
+            self.db.rollback()
+            self.in_run = False
+
+    @property
+    def published(self) -> str | None:
+        """The generation whose rows this catalog holds (None: an older, per-generation
+        catalog, which holds its own generation's rows by construction)."""
+        return self.get_meta("published")
 
     # --- meta -----------------------------------------------------------------
     def get_meta(self, key: str, default: str | None = None) -> str | None:
@@ -333,7 +408,15 @@ class Catalog:
             json.dumps(headings), json.dumps(list(note.warnings)),
             source, note.kind, note.language,
         )  # fmt: skip
-        row = self.db.execute("SELECT id FROM notes WHERE path=?", (note.path,)).fetchone()
+        row = self.db.execute(
+            "SELECT id, aliases, source FROM notes WHERE path=?", (note.path,)
+        ).fetchone()
+        rel = _relative(note.path, source)
+        if row is None:
+            self.link_keys |= note_keys(rel, note.aliases)
+        elif json.loads(row[1]) != list(note.aliases) or row[2] != source:
+            self.link_keys |= note_keys(rel, note.aliases)
+            self.link_keys |= note_keys(_relative(note.path, row[2]), json.loads(row[1]))
         if row:
             self.db.execute(
                 "UPDATE notes SET content_hash=?, mtime_ns=?, size=?, title=?, aliases=?, tags=?,"
@@ -350,7 +433,21 @@ class Catalog:
         )
         return int(cur.lastrowid or 0), False
 
+    def _note_moves(self, note_id: int, new_path: str | None = None) -> None:
+        """Record what a note's move or removal changes for the links of the vault."""
+        row = self.db.execute(
+            f"SELECT path, aliases, {self.column('source')} FROM notes WHERE id=?", (note_id,)
+        ).fetchone()
+        if row is None:
+            return
+        aliases = json.loads(row[1])
+        self.link_keys |= note_keys(_relative(row[0], row[2]), aliases)
+        if new_path is not None:
+            self.link_keys |= note_keys(_relative(new_path, row[2]), aliases)
+            self.link_sources.add(note_id)
+
     def move_note(self, note_id: int, new_path: str, mtime_ns: int, title: str | None) -> None:
+        self._note_moves(note_id, new_path)
         if title is None:
             self.db.execute(
                 "UPDATE notes SET path=?, mtime_ns=? WHERE id=?", (new_path, mtime_ns, note_id)
@@ -367,6 +464,7 @@ class Catalog:
     def delete_note(self, note_id: int) -> list[int]:
         """Remove a note with its chunks and links; returns the chunk ids that went."""
         ids = self.chunk_ids_of(note_id)
+        self._note_moves(note_id)
         self.db.execute("DELETE FROM notes WHERE id=?", (note_id,))
         return ids
 
@@ -427,14 +525,103 @@ class Catalog:
     # --- links ----------------------------------------------------------------
     def replace_links(self, note_id: int, links: Sequence[Link]) -> None:
         self.db.execute("DELETE FROM links WHERE source_id=?", (note_id,))
+        self.link_sources.add(note_id)
         self.db.executemany(
             "INSERT INTO links(source_id, target, target_path, embed, heading, block, label,"
-            " kind, line) VALUES (?,?,NULL,?,?,?,?,?,?)",
+            " kind, line, target_key, label_key) VALUES (?,?,NULL,?,?,?,?,?,?,?,?)",
             [
-                (note_id, x.target, int(x.embed), x.heading, x.block, x.label, x.kind, x.line)
+                (
+                    note_id,
+                    x.target,
+                    int(x.embed),
+                    x.heading,
+                    x.block,
+                    x.label,
+                    x.kind,
+                    x.line,
+                    link_key(x.target),
+                    None if x.label is None else link_key(x.label),
+                )
                 for x in links
             ],
         )
+
+    def fill_link_keys(self) -> None:
+        """Keys for the links of a catalog from before they were kept (once)."""
+        rows = self.db.execute(
+            "SELECT rowid, target, label FROM links WHERE target_key IS NULL"
+        ).fetchall()
+        self.db.executemany(
+            "UPDATE links SET target_key=?, label_key=? WHERE rowid=?",
+            [(link_key(t), None if b is None else link_key(b), r) for r, t, b in rows],
+        )
+
+    def links_to_resolve(self, sources: Iterable[int], keys: Iterable[str]) -> list[LinkRow]:
+        """The links of these notes and the links probing these name keys (and those
+        that must always be resolved again), in ``links()``'s order."""
+        from vaultsearch.indexing.links import ALWAYS
+
+        self.db.execute("CREATE TEMP TABLE IF NOT EXISTS want_keys(k TEXT PRIMARY KEY)")
+        self.db.execute("CREATE TEMP TABLE IF NOT EXISTS want_sources(s INTEGER PRIMARY KEY)")
+        self.db.execute("DELETE FROM want_keys")
+        self.db.execute("DELETE FROM want_sources")
+        self.db.executemany("INSERT OR IGNORE INTO want_keys VALUES (?)", [(k,) for k in keys])
+        self.db.executemany(
+            "INSERT OR IGNORE INTO want_sources VALUES (?)", [(s,) for s in sources]
+        )
+        rows = self.db.execute(
+            "SELECT source_id, target, target_path, embed, heading, block, label, kind, line"
+            " FROM links WHERE rowid IN ("
+            " SELECT rowid FROM links WHERE source_id IN (SELECT s FROM want_sources)"
+            " UNION SELECT rowid FROM links WHERE target_key IN (SELECT k FROM want_keys)"
+            " UNION SELECT rowid FROM links WHERE label_key IN (SELECT k FROM want_keys)"
+            " UNION SELECT rowid FROM links WHERE target_key IS NULL"
+            " UNION SELECT rowid FROM links WHERE target_key=? OR label_key=?)"
+            " ORDER BY source_id, line, rowid",
+            (ALWAYS, ALWAYS),
+        )
+        return [LinkRow(r[0], r[1], r[2], bool(r[3]), *r[4:]) for r in rows]
+
+    def notes_by_ids(self, ids: Iterable[int]) -> list[NoteRow]:
+        out: list[NoteRow] = []
+        id_list = sorted(ids)
+        for start in range(0, len(id_list), 500):
+            part = id_list[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(
+                f"SELECT {self.note_cols} FROM notes WHERE id IN ({marks})", part
+            )
+            out.extend(_note_row(r) for r in rows)
+        return out
+
+    def links_of(self, note_ids: Iterable[int]) -> list[LinkRow]:
+        out: list[LinkRow] = []
+        id_list = sorted(note_ids)
+        for start in range(0, len(id_list), 500):
+            part = id_list[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(
+                "SELECT source_id, target, target_path, embed, heading, block, label, kind, line"
+                f" FROM links WHERE source_id IN ({marks}) ORDER BY source_id, line, rowid",
+                part,
+            )
+            out.extend(LinkRow(r[0], r[1], r[2], bool(r[3]), *r[4:]) for r in rows)
+        return out
+
+    def paths_present(self, paths: Iterable[str]) -> set[str]:
+        found: set[str] = set()
+        path_list = sorted(set(paths))
+        for start in range(0, len(path_list), 500):
+            part = path_list[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(f"SELECT path FROM notes WHERE path IN ({marks})", part)
+            found.update(r[0] for r in rows)
+        return found
+
+    def note_names(self) -> list[tuple[int, str, str, list[str]]]:
+        """(id, path, source, aliases) of every note: what a link resolver is built from."""
+        rows = self.db.execute(f"SELECT id, path, {self.column('source')}, aliases FROM notes")
+        return [(r[0], r[1], r[2], json.loads(r[3])) for r in rows]
 
     def links(self) -> list[LinkRow]:
         rows = self.db.execute(

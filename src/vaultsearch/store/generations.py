@@ -7,6 +7,20 @@ it reads (opened read-only, so it works on a read-only mount and for another
 user); the writer removes an old generation only when it gets that lock
 exclusively, and renames it away first, so a reader that locked too late sees
 the folder gone and reads the pointer again.
+
+The catalog is not part of a generation's folder: generations share one catalog
+file (``catalogs/cNNNNNN.sqlite``, named in their ``CATALOG`` file), and a run
+changes it in one transaction. The publish order is: the new generation's derived
+files, manifest and state written and synced; then the catalog transaction
+committed, its last row naming the new generation (meta ``published``); then the
+pointer replaced. A reader holds the pointer's generation, then opens one read
+transaction on the catalog (``hold_published``): when the catalog names that
+generation, both agree; when it names a newer one, the writer is between its
+commit and the pointer switch (or was killed there), and the reader takes the
+newer, complete, generation instead. The next writer first finishes such a publish
+(``finish_publish``). A rebuild from the files fills a new catalog file, which no
+reader sees until its generation is published; a catalog no generation names is
+removed with the last generation that named it.
 """
 
 from __future__ import annotations
@@ -19,6 +33,7 @@ import weakref
 from pathlib import Path
 
 from vaultsearch.store.atomic import atomic_write_bytes, fsync_dir, fsync_tree
+from vaultsearch.store.catalog import Catalog, open_catalog_for_reading
 from vaultsearch.store.layout import Generation, IndexLayout
 from vaultsearch.store.manifest import read_state, state_checksum
 
@@ -52,43 +67,138 @@ def hold_current(layout: IndexLayout) -> ReaderHold | None:
         generation = layout.current()
         if generation is None:
             return None
-        try:
-            fd = os.open(generation.reader_lock, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            continue  # swept between reading the pointer and opening: read it again
-        except OSError:
-            return ReaderHold(generation, None)  # unreadable lock file: read unprotected
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH)
-            same = os.fstat(fd).st_ino == os.stat(generation.reader_lock).st_ino
-        except FileNotFoundError:
-            same = False
-        except OSError:  # a file system without flock: read unprotected
-            same = True
-        if same:
-            return ReaderHold(generation, fd)
-        os.close(fd)
+        hold = hold_generation(generation)
+        if hold is not None:
+            return hold
     return None
 
 
 def newest_intact(layout: IndexLayout) -> Generation | None:
-    """The newest generation a writer finished (its state file, written last, whole):
-    what a lost or damaged ``CURRENT`` named, or the run after it that was never
-    published. ``check --repair`` starts from it, and a sweep while ``CURRENT`` cannot
-    be read keeps it instead of deleting every generation."""
+    """The newest generation a writer finished (its state file, the last of its files,
+    whole) and whose catalog commit was made: what a lost or damaged ``CURRENT`` named,
+    or the run after it whose pointer switch was cut. ``check --repair`` starts from
+    it, and a sweep while ``CURRENT`` cannot be read keeps it instead of deleting every
+    generation."""
     for generation in reversed(layout.all_generations()):
         state = read_state(generation.root)
-        if state is not None and state.get("checksum") == state_checksum(state):
+        if state is None or state.get("checksum") != state_checksum(state):
+            continue
+        if not _ahead_of_its_catalog(layout, generation):
             return generation
     return None
 
 
-def create_generation(layout: IndexLayout) -> Generation:
+def _ahead_of_its_catalog(layout: IndexLayout, generation: Generation) -> bool:
+    """A writer killed after the state file but before the catalog commit: the shared
+    catalog still names an older generation, whose rows it holds. A catalog that cannot
+    be read says nothing (the repair rebuilds it)."""
+    if not generation.shares_catalog or not generation.catalog.is_file():
+        return False
+    try:
+        catalog = open_catalog_for_reading(generation.catalog)
+        try:
+            published = catalog.published
+        finally:
+            catalog.close()
+    except Exception:
+        return False
+    named = layout.generation(published).number if published else 0
+    return 0 < named < generation.number
+
+
+def hold_generation(generation: Generation) -> ReaderHold | None:
+    """``generation`` locked for reading; None when it was swept meanwhile."""
+    try:
+        fd = os.open(generation.reader_lock, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None  # swept between reading the pointer and opening: read it again
+    except OSError:
+        return ReaderHold(generation, None)  # unreadable lock file: read unprotected
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        same = os.fstat(fd).st_ino == os.stat(generation.reader_lock).st_ino
+    except FileNotFoundError:
+        same = False
+    except OSError:  # a file system without flock: read unprotected
+        same = True
+    if same:
+        return ReaderHold(generation, fd)
+    os.close(fd)
+    return None
+
+
+def hold_published(layout: IndexLayout) -> tuple[ReaderHold, Catalog] | None:
+    """The published generation, locked, and its catalog in one read transaction
+    that sees exactly that generation's rows (see the module docstring); the caller
+    closes both. None when no index was published."""
+    for _ in range(_OPEN_TRIES):
+        hold = hold_current(layout)
+        if hold is None:
+            return None
+        try:
+            catalog = open_catalog_for_reading(hold.generation.catalog)
+        except BaseException:
+            hold.release()
+            raise
+        try:
+            catalog.db.execute("BEGIN")
+            published = catalog.published
+        except BaseException:
+            catalog.close()
+            hold.release()
+            raise
+        if published is None or published == hold.generation.name:
+            return hold, catalog
+        ahead = _newer_sharing(layout, hold.generation, published)
+        if ahead is None:
+            return hold, catalog  # a catalog behind its pointer: the state check tells
+        newer = hold_generation(ahead)
+        hold.release()
+        if newer is not None:
+            return newer, catalog
+        catalog.close()
+    return None
+
+
+def _newer_sharing(layout: IndexLayout, held: Generation, name: str) -> Generation | None:
+    """The generation ``name`` when it is newer than ``held``, complete (its state file
+    is written before the catalog commit that names it) and on the same catalog."""
+    generation = layout.generation(name)
+    if generation.number <= held.number or not generation.state.is_file():
+        return None
+    return generation if generation.catalog == held.catalog else None
+
+
+def finish_publish(layout: IndexLayout) -> bool:
+    """A writer killed between its catalog commit and the pointer switch left the
+    catalog naming a complete newer generation: switch the pointer to it. Only the
+    writer-lock holder may call it, before ``sweep``."""
+    current = layout.current()
+    if current is None or not current.shares_catalog or not current.catalog.is_file():
+        return False
+    try:
+        catalog = open_catalog_for_reading(current.catalog)
+        try:
+            published = catalog.published
+        finally:
+            catalog.close()
+    except Exception:
+        return False  # a damaged catalog: the writer's own check finds it
+    ahead = _newer_sharing(layout, current, published) if published else None
+    if ahead is None:
+        return False
+    publish(layout, ahead)
+    return True
+
+
+def create_generation(layout: IndexLayout, catalog: Path) -> Generation:
+    """A new, empty generation folder naming ``catalog`` (shared or about to be made)."""
     generation = layout.next_generation()
     shutil.rmtree(generation.root, ignore_errors=True)
     generation.root.mkdir(parents=True)
     fd = os.open(generation.reader_lock, os.O_WRONLY | os.O_CREAT, 0o666)
     os.close(fd)
+    generation.catalog_ref.write_text(catalog.name + "\n", encoding="utf-8")
     return generation
 
 
@@ -117,6 +227,12 @@ def sweep(layout: IndexLayout) -> list[str]:
     with contextlib.suppress(OSError):
         for leftover in layout.generations.glob(".trash-*"):
             shutil.rmtree(leftover, ignore_errors=True)
+    named = {g.catalog for g in layout.all_generations()}
+    for catalog in layout.catalog_files():
+        if catalog not in named:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                catalog.with_name(catalog.name + suffix).unlink(missing_ok=True)
+            removed.append(catalog.name)
     return removed
 
 

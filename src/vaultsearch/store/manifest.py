@@ -164,8 +164,9 @@ def write_state(index_dir: Path, state: dict[str, Any]) -> None:
 
 def file_crc32(path: Path) -> int | None:
     """A published file's CRC-32, recorded in the state file when it is written: what
-    finds a flipped byte in a file (the catalog, a FAISS file) whose format has no
-    checksum of its own, at the cost of one read (~1 GB/s), not a rebuild."""
+    finds a flipped byte in a file (a FAISS file, the graph) whose format has no
+    checksum of its own, at the cost of one read (~1 GB/s), not a rebuild. Only for a
+    generation's own files: the shared catalog is written after the state is."""
     crc = 0
     try:
         with path.open("rb") as fh:

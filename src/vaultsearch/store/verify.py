@@ -15,8 +15,9 @@ from typing import Any
 from vaultsearch.config import Config
 from vaultsearch.embedding import Fingerprint, fingerprint, model_dimension, model_id
 from vaultsearch.errors import VaultsearchError
-from vaultsearch.store.catalog import open_catalog_for_reading
+from vaultsearch.store.catalog import Catalog
 from vaultsearch.store.derived import DERIVED, DerivedSettings
+from vaultsearch.store.generations import hold_published
 from vaultsearch.store.keywords import tokenizer_name
 from vaultsearch.store.layout import Generation, IndexLayout
 from vaultsearch.store.manifest import read_json, state_checksum
@@ -87,41 +88,53 @@ def verify_store(layout: IndexLayout, config: Config) -> CheckReport:
             else "no index: no generation has been published"
         )
         return report
-    report.generation = generation.name
     report.problems += catalog_problems(generation)
     if report.problems:
+        report.generation = generation.name
         return report  # nothing else can be compared with a catalog that cannot be read
+    # the shared catalog in the read transaction showing the held generation's rows: a
+    # writer committing meanwhile is then neither reported as damage nor swept away
+    held = hold_published(layout)
+    if held is None:
+        report.problems.append("no index: no generation has been published")
+        return report
+    hold, catalog = held
+    try:
+        _compare(report, hold.generation, catalog, config)
+    finally:
+        catalog.close()
+        hold.release()
+    return report
+
+
+def _compare(report: CheckReport, generation: Generation, catalog: Catalog, config: Config) -> None:
+    report.generation = generation.name
     manifest = read_json(generation.manifest)
     if manifest is None:
         report.problems.append("manifest: missing or unreadable")
     state = read_json(generation.state)
     settings = settings_of(generation, config)
-    catalog = open_catalog_for_reading(generation.catalog)
-    try:
-        report.counts = {"notes": catalog.count("notes"), "chunks": catalog.count("chunks")}
-        if state is None:
-            report.problems.append("state: missing or unreadable")
-        elif state.get("checksum") != state_checksum(state):
-            report.problems.append("state: its checksum does not match its content")
-        elif state.get("generation") != catalog.generation:
-            report.problems.append(
-                f"state: commit {state.get('generation')} != catalog {catalog.generation}"
-            )
-        for cls in DERIVED:
-            part = cls(generation, settings)
-            try:
-                found = part.check(catalog, state or {})
-                report.problems += found
-                if not found and part.name in _COUNTED:  # the catalog's ids, each once
-                    report.counts[_COUNTED[part.name]] = report.counts["chunks"]
-            except (KeyboardInterrupt, SystemExit):
-                raise
-            except BaseException as exc:  # a Rust panic included: report, never crash
-                report.problems.append(f"{part.name}: unreadable ({type(exc).__name__})")
-        if state is not None:
-            for key in ("notes", "chunks"):
-                if state.get(key) != report.counts[key]:
-                    report.problems.append(f"state: {key} {state.get(key)} != {report.counts[key]}")
-    finally:
-        catalog.close()
-    return report
+    report.counts = {"notes": catalog.count("notes"), "chunks": catalog.count("chunks")}
+    if state is None:
+        report.problems.append("state: missing or unreadable")
+    elif state.get("checksum") != state_checksum(state):
+        report.problems.append("state: its checksum does not match its content")
+    elif state.get("generation") != catalog.generation:
+        report.problems.append(
+            f"state: commit {state.get('generation')} != catalog {catalog.generation}"
+        )
+    for cls in DERIVED:
+        part = cls(generation, settings)
+        try:
+            found = part.check(catalog, state or {})
+            report.problems += found
+            if not found and part.name in _COUNTED:  # the catalog's ids, each once
+                report.counts[_COUNTED[part.name]] = report.counts["chunks"]
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # a Rust panic included: report, never crash
+            report.problems.append(f"{part.name}: unreadable ({type(exc).__name__})")
+    if state is not None:
+        for key in ("notes", "chunks"):
+            if state.get(key) != report.counts[key]:
+                report.problems.append(f"state: {key} {state.get(key)} != {report.counts[key]}")

@@ -1,6 +1,8 @@
 """The writer's hold on one generation: its catalog, its derived indexes, and the
-order of a commit (catalog transaction first, then every derived index, then the
-manifest, then the state file last, whose change readers take as the signal)."""
+order of a commit: every derived index, the manifest and the state file written and
+synced, then the catalog's transaction committed naming the generation, then (by
+the caller, ``generations.publish``) the pointer switched. See
+``store/generations.py`` for why readers never see a mix."""
 
 from __future__ import annotations
 
@@ -8,26 +10,28 @@ import os
 import shutil
 import sqlite3
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from vaultsearch.store.catalog import Catalog, open_catalog_for_reading, seal_catalog
+from vaultsearch.store.atomic import fsync_dir, fsync_tree
+from vaultsearch.store.catalog import Catalog, open_catalog_for_reading
 from vaultsearch.store.derived import DERIVED, Batch, DerivedIndex, DerivedSettings
 from vaultsearch.store.generations import create_generation
 from vaultsearch.store.layout import Generation, IndexLayout
-from vaultsearch.store.manifest import (
-    file_crc32,
-    read_state,
-    state_checksum,
-    write_manifest,
-    write_state,
-)
+from vaultsearch.store.manifest import write_manifest, write_state
 
 
 class GenerationWriter:
-    def __init__(self, generation: Generation, settings: DerivedSettings, fresh: bool) -> None:
+    def __init__(
+        self, generation: Generation, settings: DerivedSettings, fresh: bool, shared: bool
+    ) -> None:
+        """``shared``: the catalog is one readers use, so the whole run is one
+        transaction; a new catalog file no reader sees commits batch by batch."""
         self.generation = generation
         self.catalog = Catalog(generation.catalog)
         try:
+            if shared:
+                self.catalog.begin_run()
             self.parts: list[DerivedIndex] = [cls(generation, settings) for cls in DERIVED]
             for part in self.parts:
                 part.open(fresh)
@@ -60,23 +64,22 @@ class GenerationWriter:
             "last_indexed": datetime.now(UTC).isoformat(timespec="seconds"),
             "last_run": last_run,
         }
-        # sealed now, not at publishing, so the state can record the bytes readers get:
-        # nothing writes the catalog after its commit
-        self.catalog.close()
-        seal_catalog(self.generation.catalog)
-        state["catalog_crc32"] = file_crc32(self.generation.catalog)
         write_state(self.generation.root, state)
+        fsync_tree(self.generation.root)
+        fsync_dir(self.generation.root.parent)
+        self.catalog.finish(self.generation.name)
         return state
 
     def close(self) -> None:
         self.catalog.close()
 
 
-def copy_catalog(source: Generation, target: Generation) -> None:
+def copy_catalog(source: Path, target: Path) -> None:
     """SQLite's online backup: a consistent copy even of a catalog in WAL mode."""
-    src = sqlite3.connect(f"{source.catalog.resolve().as_uri()}?mode=ro", uri=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    src = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True)
     try:
-        dst = sqlite3.connect(target.catalog)
+        dst = sqlite3.connect(target)
         try:
             src.backup(dst)
         finally:
@@ -85,11 +88,21 @@ def copy_catalog(source: Generation, target: Generation) -> None:
         src.close()
 
 
+def generation_sharing_catalog(layout: IndexLayout, source: Generation) -> Generation:
+    """A new, empty generation on ``source``'s catalog; a catalog of an older index,
+    inside its generation, is first copied into ``catalogs/`` (once)."""
+    if source.shares_catalog:
+        return create_generation(layout, source.catalog)
+    target = create_generation(layout, layout.next_catalog())
+    copy_catalog(source.catalog, target.catalog)
+    return target
+
+
 def clone_generation(layout: IndexLayout, source: Generation) -> Generation:
-    """A new generation holding what ``source`` holds, for a run to change: the catalog
-    by SQLite backup, Tantivy's segment files (never rewritten) by hard link."""
-    target = create_generation(layout)
-    copy_catalog(source, target)
+    """A new generation holding what ``source`` holds, for a run to change: the same
+    shared catalog (copied once into ``catalogs/`` when ``source`` is of an older index
+    with its own), Tantivy's segment files (never rewritten) by hard link."""
+    target = generation_sharing_catalog(layout, source)
     for path in (source.vectors, source.sentences, source.graph, source.manifest, source.state):
         if path.is_file():
             shutil.copyfile(path, target.root / path.name)
@@ -108,28 +121,50 @@ def clone_generation(layout: IndexLayout, source: Generation) -> Generation:
     return target
 
 
-def catalog_problems(generation: Generation) -> list[str]:
-    """What is wrong with a generation's catalog file, read-only; empty when sound."""
+def catalog_problems(generation: Generation, thorough: bool = True) -> list[str]:
+    """What is wrong with a generation's catalog file, read-only; empty when sound.
+    ``thorough`` (``check``): SQLite's quick_check, which reads every page, and every
+    row read as the index reads it (a flipped byte inside a row passes quick_check);
+    else the header against the file's size and a read of a few pages (every update,
+    so its cost does not grow with a catalog that many generations share)."""
     if not generation.catalog.is_file():
         return ["catalog: missing"]
+    if not thorough and (problems := _header_problems(generation.catalog)):
+        return problems
     try:
         catalog = open_catalog_for_reading(generation.catalog)
     except (sqlite3.Error, ValueError) as exc:  # SQLite's message quoting damaged bytes
         return [f"catalog: unreadable ({type(exc).__name__}: {str(exc)[:120]})"]
-    state = read_state(generation.root) or {}
-    if state.get("checksum") == state_checksum(state):
-        recorded = state.get("catalog_crc32")
-        if recorded is not None and recorded != file_crc32(generation.catalog):
-            catalog.close()
-            return ["catalog: its bytes differ from the checksum in the state file"]
     try:
-        problems = catalog.integrity_problems()
+        problems = catalog.integrity_problems() if thorough else []
         if not problems:
+            for table in ("notes", "chunks", "links"):
+                catalog.db.execute(f"SELECT MAX(rowid) FROM {table}").fetchone()
             catalog.generation  # noqa: B018 - the meta table must be readable too
             catalog.count("notes")
-            problems = catalog.content_problems()
+            if thorough:
+                problems = catalog.content_problems()
     except (sqlite3.Error, ValueError) as exc:
         return [f"catalog: unreadable ({type(exc).__name__}: {str(exc)[:120]})"]
     finally:
         catalog.close()
     return problems
+
+
+def _header_problems(path: Path) -> list[str]:
+    """A truncated or overwritten file shows in SQLite's 100-byte header: the page
+    count it records (kept by every checkpoint) must fit in the file."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(100)
+        size = path.stat().st_size
+    except OSError as exc:
+        return [f"catalog: unreadable ({exc})"]
+    if len(head) < 100 or not head.startswith(b"SQLite format 3\0"):
+        return ["catalog: not an SQLite file"]
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    pages = int.from_bytes(head[28:32], "big")
+    if size < pages * page:
+        return [f"catalog: the file has {size} bytes, its header counts {pages * page}"]
+    return []

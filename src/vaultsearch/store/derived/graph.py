@@ -1,4 +1,7 @@
-"""The wikilink graph as a derived index: rebuilt whole from the catalog on commit."""
+"""The wikilink graph as a derived index: an update changes the nodes and outgoing
+edges of the notes the run touched, and of the notes whose links now resolve elsewhere
+(``catalog.graph_sources``, filled by the link resolution); a new generation builds it
+whole. The file is still written whole (node-link JSON) on every commit."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ import networkx as nx
 
 from vaultsearch.store.catalog import Catalog
 from vaultsearch.store.derived.base import Batch, DerivedSettings
-from vaultsearch.store.graph import build_graph, graph_data, load_graph, save_graph
+from vaultsearch.store.graph import build_graph, graph_data, load_graph, save_graph, update_graph
 from vaultsearch.store.layout import Generation
 from vaultsearch.store.manifest import file_crc32
 
@@ -19,18 +22,40 @@ class GraphPart:
 
     def __init__(self, generation: Generation, settings: DerivedSettings) -> None:
         self.path = generation.graph
+        self.graph: nx.DiGraph | None = None
+        self.touched: set[str] = set()
 
     def open(self, fresh: bool) -> None:
-        """Built whole on every commit (it is small), so nothing needs reading."""
+        if fresh or not self.path.is_file():
+            self.graph = None
+            return
+        try:
+            self.graph = load_graph(self.path)
+        except Exception as exc:
+            raise ValueError(f"graph: unreadable ({type(exc).__name__})") from exc
 
     def level_with(self, catalog: Catalog) -> bool:
+        """A crashed run left the catalog as it was published (its one transaction
+        rolled back), and the generation's graph is that generation's."""
         return False
 
     def apply(self, batch: Batch) -> None:
-        pass
+        self.touched.update(batch.changed_paths)
 
     def commit(self, catalog: Catalog) -> dict[str, Any]:
-        graph = build_graph(catalog.notes(), catalog.links())
+        sources, catalog.graph_sources = catalog.graph_sources, set()
+        if self.graph is None:
+            graph = build_graph(catalog.notes(), catalog.links())
+        else:
+            graph = self.graph
+            present = catalog.paths_present(self.touched)
+            update_graph(
+                graph,
+                self.touched - present,
+                catalog.notes_by_ids(sources),
+                catalog.links_of(sources),
+            )
+        self.touched = set()
         save_graph(graph, self.path)
         return {
             "graph_crc32": file_crc32(self.path),

@@ -1,0 +1,120 @@
+"""An update resolves only the links its changes can move (``indexing/linking.py``) and
+updates the graph only where they moved (``store/derived/graph.py``): after every step
+of a series of adds, edits, alias changes, moves and deletes, the links the index holds
+are exactly what resolving every link from scratch gives, and its graph is the one
+built whole from them."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from tests.conftest import write_files
+from vaultsearch import Vault
+from vaultsearch.indexing.linking import resolve_links
+from vaultsearch.store.catalog import Catalog
+from vaultsearch.store.graph import build_graph, graph_data, load_graph
+from vaultsearch.store.layout import IndexLayout
+from vaultsearch.store.writer import copy_catalog
+
+NAMES = ["Alpha", "Beta", "Gamma", "Delta", "Omega"]
+FOLDERS = ["", "a/", "a/b/", "c/"]
+
+LinkState = list[tuple[int, str, str | None, int, str | None]]
+
+
+def _link(rng: random.Random) -> str:
+    name, folder = rng.choice(NAMES), rng.choice(FOLDERS)
+    return rng.choice(
+        [
+            f"[[{name}]]",
+            f"[[{folder}{name}]]",
+            f"[[{name.lower()}.md]]",
+            f"[[./{name}]]",
+            f"[[../{name}]]",
+            f"[[nowhere|{name}]]",  # Dendron's order: the label is what resolves
+            f"[[{name} alias]]",
+            f"[{name}]({folder}{name}.md)",
+        ]
+    )
+
+
+def _note(rng: random.Random, title: str) -> str:
+    aliases = rng.sample(NAMES, rng.randint(0, 2))
+    front = f"---\naliases: [{', '.join(a + ' alias' for a in aliases)}]\n---\n" if aliases else ""
+    links = " ".join(_link(rng) for _ in range(rng.randint(1, 4)))
+    return f"{front}# {title}\n\nAbout {title}: {links} {rng.random()}\n"
+
+
+def _stored(catalog: Catalog) -> LinkState:
+    return [(x.source_id, x.target, x.label, x.line, x.target_path) for x in catalog.links()]
+
+
+def _resolved_from_scratch(index_dir: Path, scratch: Path) -> LinkState:
+    scratch.unlink(missing_ok=True)
+    copy_catalog(IndexLayout(index_dir).live.catalog, scratch)
+    catalog = Catalog(scratch)
+    try:
+        with catalog.transaction():
+            catalog.db.execute("UPDATE links SET target_path=NULL")
+            resolve_links(catalog, everything=True)
+        return _stored(catalog)
+    finally:
+        catalog.close()
+
+
+def _step(rng: random.Random, root: Path, files: dict[str, str]) -> set[str]:
+    """One change to the vault; returns the paths it touched."""
+    kind = rng.choice(["add", "add", "edit", "move", "delete"] if len(files) > 4 else ["add"])
+    if kind == "add":
+        path = f"{rng.choice(FOLDERS)}{rng.choice(NAMES)}{rng.choice(['', ' 2', ''])}.md"
+        files[path] = _note(rng, path)
+        write_files(root, {path: files[path]})
+        return {path}
+    path = rng.choice(sorted(files))
+    if kind == "edit":
+        files[path] = _note(rng, path)
+        write_files(root, {path: files[path]})
+    elif kind == "move":
+        target = f"{rng.choice(FOLDERS)}{rng.choice(NAMES)} {rng.randint(0, 9)}.md"
+        if target not in files:
+            (root / target).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).rename(root / target)
+            files[target] = files.pop(path)
+            return {path, target}
+    else:
+        (root / path).unlink()
+        del files[path]
+    return {path}
+
+
+def test_incremental_links_and_graph_equal_resolving_and_building_everything(
+    tmp_path: Path, embedder: object
+) -> None:
+    rng = random.Random(23)
+    root = tmp_path / "vault"
+    files: dict[str, str] = {}
+    for _ in range(8):
+        _step(rng, root, files)
+    index_dir = tmp_path / "index"
+    moved_elsewhere = 0
+    with Vault.open(root, index_dir=index_dir) as vault:
+        vault.index()
+        before: dict[tuple[int, str, int], str | None] = {}
+        for step in range(25):
+            touched = _step(rng, root, files)
+            vault.index()
+            catalog = Catalog(IndexLayout(index_dir).live.catalog, readonly=True)
+            try:
+                stored = _stored(catalog)
+                path_of = {i: p for i, p, _, _ in catalog.note_names()}
+                built = graph_data(build_graph(catalog.notes(), catalog.links()))
+            finally:
+                catalog.close()
+            assert stored == _resolved_from_scratch(index_dir, tmp_path / "scratch.sqlite"), step
+            assert graph_data(load_graph(IndexLayout(index_dir).live.graph)) == built, step
+            now = {(s, t, line): p for s, t, _, line, p in stored if path_of[s] not in touched}
+            moved_elsewhere += sum(1 for k, p in now.items() if k in before and before[k] != p)
+            before = {(s, t, line): p for s, t, _, line, p in stored}
+    assert moved_elsewhere > 0, "no step moved a link of an unchanged note: nothing was tested"
+    assert any(p is not None for *_, p in stored) and any(p is None for *_, p in stored)
