@@ -21,7 +21,6 @@ from vaultsearch.indexing import sources as source_scan
 from vaultsearch.sourceconfig import source_from_table
 from vaultsearch.store.catalog import Catalog
 from vaultsearch.store.layout import IndexLayout
-from vaultsearch.store.manifest import read_state, write_state
 
 GIT_ID = {
     "GIT_AUTHOR_NAME": "t",
@@ -346,10 +345,6 @@ def test_older_catalog_gains_the_columns_without_reembedding(
         db.execute(f"ALTER TABLE chunks DROP COLUMN {column}")
     db.commit()
     db.close()
-    live = IndexLayout(vault_dir / ".vaultsearch").live
-    state = read_state(live.root) or {}
-    state.pop("catalog_crc32")  # as an older version wrote it: no checksum of the catalog
-    write_state(live.root, state)
 
     old = Vault.open(vault_dir)
     hits = old.search("oranges", top_k=1)  # a reader of the old file as it is
