@@ -20,32 +20,10 @@ from vaultsearch.store.catalog import LinkRow, NoteRow
 
 
 def build_graph(notes: Iterable[NoteRow], links: Iterable[LinkRow]) -> nx.DiGraph:
-    """Pure construction from catalog rows; deterministic node and edge order."""
+    """Pure construction from catalog rows: ``update_graph`` from an empty graph, so a
+    graph built whole and one updated in place cannot drift apart."""
     g = nx.DiGraph()
-    by_id: dict[int, str] = {}
-    for n in sorted(notes, key=lambda n: n.path):
-        by_id[n.id] = n.path
-        g.add_node(n.path, title=n.title, tags=list(n.tags), aliases=list(n.aliases))
-    edges: Counter[tuple[str, str]] = Counter()
-    embeds: Counter[tuple[str, str]] = Counter()
-    unresolved: dict[str, Counter[str]] = {}
-    for link in links:
-        source = by_id.get(link.source_id)
-        if source is None:
-            continue
-        if link.target_path is None or link.target_path not in g:
-            unresolved.setdefault(source, Counter())[link.target] += 1
-            continue
-        if link.target_path == source:
-            continue
-        edges[(source, link.target_path)] += 1
-        if link.embed:
-            embeds[(source, link.target_path)] += 1
-    for (a, b), count in sorted(edges.items()):
-        g.add_edge(a, b, count=count, embeds=embeds.get((a, b), 0))
-    for source, targets in sorted(unresolved.items()):
-        g.nodes[source]["unresolved"] = dict(sorted(targets.items()))
-    g.graph["unresolved_links"] = sum(sum(c.values()) for c in unresolved.values())
+    update_graph(g, (), notes, links)
     return g
 
 
