@@ -92,18 +92,24 @@ def _ahead_of_its_catalog(layout: IndexLayout, generation: Generation) -> bool:
     """A writer killed after the state file but before the catalog commit: the shared
     catalog still names an older generation, whose rows it holds. A catalog that cannot
     be read says nothing (the repair rebuilds it)."""
+    published = _published_in_catalog(generation)
+    named = layout.generation(published).number if published else 0
+    return 0 < named < generation.number
+
+
+def _published_in_catalog(generation: Generation) -> str | None:
+    """The generation ``generation``'s shared catalog names as published; None when it
+    shares none or it cannot be read (the writer's own check finds a damaged one)."""
     if not generation.shares_catalog or not generation.catalog.is_file():
-        return False
+        return None
     try:
         catalog = open_catalog_for_reading(generation.catalog)
         try:
-            published = catalog.published
+            return catalog.published
         finally:
             catalog.close()
     except Exception:
-        return False
-    named = layout.generation(published).number if published else 0
-    return 0 < named < generation.number
+        return None
 
 
 def hold_generation(generation: Generation) -> ReaderHold | None:
@@ -174,16 +180,9 @@ def finish_publish(layout: IndexLayout) -> bool:
     catalog naming a complete newer generation: switch the pointer to it. Only the
     writer-lock holder may call it, before ``sweep``."""
     current = layout.current()
-    if current is None or not current.shares_catalog or not current.catalog.is_file():
+    if current is None:
         return False
-    try:
-        catalog = open_catalog_for_reading(current.catalog)
-        try:
-            published = catalog.published
-        finally:
-            catalog.close()
-    except Exception:
-        return False  # a damaged catalog: the writer's own check finds it
+    published = _published_in_catalog(current)
     ahead = _newer_sharing(layout, current, published) if published else None
     if ahead is None:
         return False
