@@ -31,7 +31,7 @@ from vaultsearch.store.generations import ReaderHold, hold_current
 from vaultsearch.store.keywords import KeywordIndex
 from vaultsearch.store.layout import Generation, IndexLayout
 from vaultsearch.store.manifest import read_manifest
-from vaultsearch.store.vectors import VectorIndex
+from vaultsearch.store.vectors import SegmentedVectors
 from vaultsearch.store.verify import settings_of
 
 SETTLE_SECONDS = 3.0
@@ -77,7 +77,7 @@ class Snapshot:
     hold: ReaderHold
     key: StateKey
     catalog: Catalog
-    vectors: VectorIndex
+    vectors: SegmentedVectors
     sentences: SentenceVectors
     keywords: KeywordIndex
     graph: nx.DiGraph

@@ -15,6 +15,7 @@ from vaultsearch.store.derived import DERIVED, Batch, DerivedIndex, DerivedSetti
 from vaultsearch.store.generations import create_generation
 from vaultsearch.store.layout import Generation, IndexLayout
 from vaultsearch.store.manifest import write_manifest, write_state
+from vaultsearch.store.segments import link_segments
 
 
 class GenerationWriter:
@@ -76,10 +77,13 @@ def copy_catalog(source: Generation, target: Generation) -> None:
 
 def clone_generation(layout: IndexLayout, source: Generation) -> Generation:
     """A new generation holding what ``source`` holds, for a run to change: the catalog
-    by SQLite backup, Tantivy's segment files (never rewritten) by hard link."""
+    by SQLite backup, Tantivy's and the vectors' segment files (never rewritten) by
+    hard link."""
     target = create_generation(layout)
     copy_catalog(source, target)
-    for path in (source.vectors, source.sentences, source.graph, source.manifest, source.state):
+    link_segments(source.vectors, target.vectors)
+    link_segments(source.sentences, target.sentences)
+    for path in (source.graph, source.manifest, source.state):
         if path.is_file():
             shutil.copyfile(path, target.root / path.name)
     if source.keywords.is_dir():
