@@ -82,6 +82,11 @@ class SentenceVectors:
     def _chunks(self) -> list[np.ndarray]:
         return [np.asarray(s.ids) >> SENTENCE_BITS for s in self.segments]
 
+    def _decoded(self, seg: Segment, rows: np.ndarray) -> np.ndarray:
+        """These rows of a segment as float32 (bench/sentence_storage.py compares other
+        storage by overriding this)."""
+        return decode_half(seg.rows[rows])
+
     def best(self, query: np.ndarray, chunk_ids: Sequence[int]) -> list[tuple[int, float]]:
         """Each given chunk that has sentences, with its best sentence's cosine, best first
         (ties by chunk id)."""
@@ -104,7 +109,7 @@ class SentenceVectors:
                     continue
             owner = owners[rows]
             first = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
-            scores = dot_rows(decode_half(seg.rows[rows]), q)
+            scores = dot_rows(self._decoded(seg, rows), q)
             found.append(owner[first])
             best.append(np.maximum.reduceat(scores, first))
         if not found:
