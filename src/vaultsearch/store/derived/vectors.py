@@ -237,11 +237,14 @@ class VectorPart:
                 continue
             chunks = list(dict.fromkeys(self._chunk_of(ids).tolist()))
             row_ids, vectors = self._rows(catalog, chunks)
-            expected = dict(zip(row_ids.tolist(), self._stored(vectors), strict=True))
-            if any(int(i) not in expected for i in ids):
+            order = np.argsort(row_ids, kind="stable")
+            known = row_ids[order]
+            at = np.minimum(np.searchsorted(known, ids), max(len(known) - 1, 0))
+            if not len(known) or not np.array_equal(known[at], ids):
                 return False
+            expected = self._stored(vectors[order[at]])
             stored = np.asarray(seg.rows if seg.live_mask is None else seg.rows[seg.live_mask])
-            if not np.array_equal(stored, np.stack([expected[int(i)] for i in ids])):
+            if not np.array_equal(stored, expected):
                 return False
         return True
 
