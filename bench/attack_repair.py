@@ -223,12 +223,24 @@ def index_on_damaged_catalog(b: Bench) -> Row:
     }
 
 
+def _rows(layout: IndexLayout, index: str) -> Path:
+    """The largest rows file of an index's segments (past its .npy header)."""
+    folder = layout.live.root / "segments"
+    return max(folder.glob(f"{index}-*.rows.npy"), key=lambda p: p.stat().st_size)
+
+
 def failure7(b: Bench) -> list[Row]:
     rows = [
-        b.case("vectors.faiss deleted", lambda lay: lay.live.vectors.unlink()),
-        b.case("vectors.faiss: 50 inverted bytes", lambda lay: flip(lay.live.vectors, 50, 0)),
-        b.case("sentences.faiss deleted", lambda lay: lay.live.sentences.unlink()),
-        b.case("sentences.faiss: 50 inverted bytes", lambda lay: flip(lay.live.sentences, 50, 0)),
+        b.case("vectors.json (segment list) deleted", lambda lay: lay.live.vectors.unlink()),
+        b.case("vectors.json: 50 inverted bytes", lambda lay: flip(lay.live.vectors, 50, 0, 0)),
+        b.case(
+            "a vector segment: 50 inverted bytes", lambda lay: flip(_rows(lay, "vectors"), 50, 0)
+        ),
+        b.case("sentences.json deleted", lambda lay: lay.live.sentences.unlink()),
+        b.case(
+            "a sentence segment: 50 inverted bytes",
+            lambda lay: flip(_rows(lay, "sentences"), 50, 0),
+        ),
         b.case("graph.json deleted", lambda lay: lay.live.graph.unlink()),
         b.case(
             "Tantivy .idx: 20 inverted bytes",
@@ -244,7 +256,7 @@ def failure7(b: Bench) -> list[Row]:
 
 
 def surfaces(b: Bench) -> list[Row]:
-    """vectors.faiss deleted, as each surface reports it."""
+    """vectors.json deleted, as each surface reports it."""
     layout = b.fresh()
     layout.live.vectors.unlink()
     rows: list[Row] = []
@@ -258,7 +270,7 @@ def surfaces(b: Bench) -> list[Row]:
     rows.append(
         {
             "surface": "Python API",
-            "case": "vectors.faiss deleted: hybrid, then semantic search",
+            "case": "vectors.json deleted: hybrid, then semantic search",
             "expected": "hybrid: keyword hits with .degraded set; semantic: an error",
             "observed": f"hybrid degraded={bool(hits.degraded)}; semantic: {semantic}",
             "ok": bool(hits.degraded) and semantic == "error naming the repair",
@@ -277,7 +289,7 @@ def surfaces(b: Bench) -> list[Row]:
     rows.append(
         {
             "surface": "CLI (subprocess)",
-            "case": "vectors.faiss deleted: search --json, hybrid then semantic",
+            "case": "vectors.json deleted: search --json, hybrid then semantic",
             "expected": "hybrid exit 0 with a warning line and 'degraded' in --json; semantic exit 2",
             "observed": f"hybrid exit {hybrid.returncode}, stderr "
             f"{'warns' if hybrid.stderr.startswith('warning: Degraded') else 'SILENT'}, json "
@@ -319,7 +331,7 @@ def mcp_row(b: Bench, env: dict[str, str]) -> Row:
     ok = seen.get("field") and seen.get("text") and seen.get("semantic_error")
     return {
         "surface": "stdio MCP",
-        "case": "vectors.faiss deleted: search tool, hybrid then semantic",
+        "case": "vectors.json deleted: search tool, hybrid then semantic",
         "expected": "hybrid: 'degraded' in structured content and its sentence in the text; "
         "semantic: a tool error",
         "observed": ", ".join(f"{k}={v}" for k, v in seen.items()),

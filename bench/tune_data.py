@@ -171,7 +171,7 @@ class Dataset:
                 lambda x: orch.rank(snap, x, mode, settings=trial.settings),
                 snap.note_of_chunk,
                 self.query_vectors()[qid] if trial.variant[:1] == ("prf",) else np.zeros(0),
-                lambda ids: np.vstack([snap.vectors.index.reconstruct(int(i)) for i in ids]),
+                lambda ids: snap.vectors.vectors_of(ids)[1],
                 lambda v, k: snap.vectors.search(v, k),
             )[:100]
             out[qid] = list(

@@ -14,7 +14,7 @@ from tests.conftest import write_files
 from vaultsearch import Vault
 from vaultsearch.search.query import parse_query
 from vaultsearch.search.ranking import complete
-from vaultsearch.store.vectors import VectorIndex
+from vaultsearch.store.vectors import SegmentedVectors
 
 TOPICS = [
     "sourdough bread needs a lively starter and a long cold proof",
@@ -103,8 +103,9 @@ def test_complete_merges_only_missing_notes() -> None:
 
 
 def test_vector_scores_are_cosines_and_skip_unknown_ids() -> None:
-    index = VectorIndex(3)
-    index.add([10, 20], np.array([[2.0, 0.0, 0.0], [0.0, 3.0, 4.0]], dtype=np.float32))
+    index = SegmentedVectors.from_arrays(
+        [10, 20], np.array([[2.0, 0.0, 0.0], [0.0, 3.0, 4.0]], dtype=np.float32)
+    )
     query = np.array([0.0, 3.0, 4.0], dtype=np.float32)  # unnormalised on purpose
     assert index.score(query, [20, 10]) == [(20, pytest.approx(1.0)), (10, pytest.approx(0.0))]
     assert index.score(query, [99, 20, 20]) == [(20, pytest.approx(1.0))]
@@ -141,6 +142,5 @@ def test_identical_vectors_score_the_same_wherever_they_sit() -> None:
     )
     for n in range(1, 60):
         assert len(set(dot_rows(np.tile(row, (n, 1)), query).tolist())) == 1, n
-    index = VectorIndex(384)
-    index.add(np.arange(40), np.tile(row, (40, 1)))
+    index = SegmentedVectors.from_arrays(np.arange(40), np.tile(row, (40, 1)))
     assert len({s for _, s in index.score(query, range(40))}) == 1

@@ -42,10 +42,10 @@ def test_faiss_scans_on_one_thread_in_every_thread_that_searches() -> None:
     import faiss
     import numpy as np
 
-    from vaultsearch.store.vectors import VectorIndex
+    from vaultsearch.store.vectors import SegmentedVectors
 
-    index = VectorIndex(8)
-    index.add(np.arange(50), np.random.default_rng(0).random((50, 8), dtype=np.float32))
+    rows = np.random.default_rng(0).random((50, 8), dtype=np.float32)
+    index = SegmentedVectors.from_arrays(np.arange(50), rows)
     seen: list[int] = []
 
     def search() -> None:

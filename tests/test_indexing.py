@@ -11,7 +11,7 @@ from tests.conftest import WriteVault, bump_mtime
 from vaultsearch import Vault
 from vaultsearch.store.graph import load_graph
 from vaultsearch.store.keywords import KeywordIndex
-from vaultsearch.store.vectors import VectorIndex
+from vaultsearch.store.segments import read_list
 
 NOTES: dict[str, str | bytes] = {
     "Alpha.md": """
@@ -47,7 +47,7 @@ def vault(write_vault: WriteVault, embedder: object) -> Vault:
 
 
 def _vector_count(v: Vault) -> int:
-    return len(VectorIndex.load(v.layout.live.vectors))
+    return len(read_list(v.layout.live.vectors))
 
 
 def _keyword_ids(v: Vault) -> list[int]:

@@ -14,7 +14,8 @@ from vaultsearch.embedding.embedder import Embedder
 from vaultsearch.parsers.sentences import MAX_UNITS, sentence_units, unit_texts
 from vaultsearch.store.catalog import SENTENCE_BITS
 from vaultsearch.store.layout import IndexLayout
-from vaultsearch.store.vectors import VectorIndex
+from vaultsearch.store.segments import open_segments
+from vaultsearch.store.vectors import SegmentedVectors
 
 
 def test_prose_is_cut_at_sentence_ends_and_short_units_dropped() -> None:
@@ -59,9 +60,15 @@ def test_units_are_capped_and_code_has_none() -> None:
     assert unit_texts("Plain prose with a few words.", "text") == ["Plain prose with a few words."]
 
 
+def _held(path: Path) -> SegmentedVectors:
+    """Every live row of a generation's segments, by id (float16 rows read as float32)."""
+    listing, segments = open_segments(path)
+    return SegmentedVectors(listing.dim, segments)
+
+
 def _rows(index_dir: Path) -> dict[int, list[int]]:
     """Chunk id -> the unit numbers the live sentence index holds for it."""
-    ids = VectorIndex.load(IndexLayout(index_dir).live.sentences).ids().tolist()
+    ids = _held(IndexLayout(index_dir).live.sentences).ids().tolist()
     out: dict[int, list[int]] = {}
     for i in sorted(ids):
         out.setdefault(i >> SENTENCE_BITS, []).append(i & ((1 << SENTENCE_BITS) - 1))
@@ -87,12 +94,12 @@ def test_the_index_holds_each_unit_of_each_chunk_through_edits(
         (bee_chunk,) = snap.chunks_by_note[bees].tolist()
         (tool_chunk,) = snap.chunks_by_note[tool].tolist()
         assert rows == {bee_chunk: [0, 1, 2], tool_chunk: [0]}
-        held = VectorIndex.load(IndexLayout(vault.index_dir).live.sentences).index
-        stored = held.reconstruct(bee_chunk << SENTENCE_BITS | 1)
+        held = _held(IndexLayout(vault.index_dir).live.sentences)
+        stored = held.vectors_of([bee_chunk << SENTENCE_BITS | 1])[1][0]
         alone = embedder.embed_texts(["A colony can hold fifty thousand workers."])[0]
         assert float(stored @ alone / np.linalg.norm(alone)) > 0.999
-        code = held.reconstruct(tool_chunk << SENTENCE_BITS)
-        assert float(code @ snap.vectors.index.reconstruct(tool_chunk)) > 0.999
+        code = held.vectors_of([tool_chunk << SENTENCE_BITS])[1][0]
+        assert float(code @ snap.vectors.vectors_of([tool_chunk])[1][0]) > 0.999
 
         (root / "Bees.md").write_text(NOTE.replace("The queen lays the eggs.", ""))
         bump_mtime(root / "Bees.md")
@@ -104,14 +111,20 @@ def test_the_index_holds_each_unit_of_each_chunk_through_edits(
         assert vault.manager().verify().ok
 
 
-def test_check_finds_a_changed_sentence_file(write_vault: WriteVault, embedder: Embedder) -> None:
+@pytest.mark.parametrize("suffix", ["sentences.json", ".rows.npy", ".ids.npy"])
+def test_check_finds_a_changed_sentence_file(
+    write_vault: WriteVault, embedder: Embedder, suffix: str
+) -> None:
     root = write_vault({"Bees.md": NOTE})
     with Vault.open(root) as vault:
         vault.index()
-        path = IndexLayout(vault.index_dir).live.sentences
+        live = IndexLayout(vault.index_dir).live
+        (path,) = [p for p in live.root.rglob(f"*{suffix}") if "sentences" in p.name]
         data = bytearray(path.read_bytes())
         data[-40] ^= 0xFF
-        path.write_bytes(bytes(data))
+        damaged = path.with_name(path.name + ".damaged")  # a new inode: never a shared link
+        damaged.write_bytes(bytes(data))
+        damaged.replace(path)
         problems = vault.manager().verify().problems
         assert any(p.startswith("sentences:") for p in problems), problems
 
@@ -185,11 +198,9 @@ def test_the_reader_scores_each_chunk_by_its_best_sentence_whatever_the_row_orde
 
     rng = np.random.default_rng(7)
     vectors = {(c, u): rng.normal(size=8).astype(np.float32) for c in (5, 2, 9) for u in range(3)}
-    index = VectorIndex(8, half=True)
-    for (c, u), v in vectors.items():  # chunk 5 first, then 2, then 9
-        index.add([c << SENTENCE_BITS | u], v[None, :])
+    ids = [c << SENTENCE_BITS | u for c, u in vectors]  # chunk 5 first, then 2, then 9
+    reader = SentenceVectors.from_arrays(ids, np.stack(list(vectors.values())))
     query = rng.normal(size=8).astype(np.float32)
-    reader = SentenceVectors(index)
     got = reader.best(query, [9, 2, 2, 4])
     unit = query / np.linalg.norm(query)
     want = {

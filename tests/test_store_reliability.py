@@ -151,6 +151,11 @@ def _segment_file(index_dir: Path, suffix: str) -> Path:
     return next(IndexLayout(index_dir).live.keywords.glob(f"*{suffix}"))
 
 
+def _vector_file(index_dir: Path, index: str, suffix: str) -> Path:
+    folder = IndexLayout(index_dir).live.root / "segments"
+    return next(folder.glob(f"{index}-*{suffix}"))
+
+
 def _damage(path: Path, how: str) -> None:
     """The damaged bytes replace the file (a new inode); never rewritten in place: a
     Tantivy reader of an earlier case may still map the old file, and truncating a mapped
@@ -176,6 +181,11 @@ def _replace_bytes(path: Path, data: bytes) -> None:
 DAMAGED = {
     "catalog-truncate": (lambda d: IndexLayout(d).live.catalog, "truncate"),
     "vectors-bitflip": (lambda d: IndexLayout(d).live.vectors, "bitflip"),
+    "vector-rows-bitflip": (lambda d: _vector_file(d, "vectors", ".rows.npy"), "bitflip"),
+    "vector-ids-delete": (lambda d: _vector_file(d, "vectors", ".ids.npy"), "delete"),
+    "sentence-rows-truncate": (lambda d: _vector_file(d, "sentences", ".rows.npy"), "truncate"),
+    "sentence-ids-bitflip": (lambda d: _vector_file(d, "sentences", ".ids.npy"), "bitflip"),
+    "sentences-list-delete": (lambda d: IndexLayout(d).live.sentences, "delete"),
     "term-bitflip": (lambda d: _segment_file(d, ".term"), "bitflip"),
     "store-truncate": (lambda d: _segment_file(d, ".store"), "truncate"),
     "meta-delete": (lambda d: IndexLayout(d).live.keywords / "meta.json", "delete"),
@@ -638,3 +648,29 @@ def test_salvage_refuses_a_vector_changed_by_one_damaged_byte(
     assert first not in found
     assert all(found[h] == stored[h] for h in found)
     assert len(found) == len(stored) - 1
+
+
+@pytest.mark.parametrize("index", ["vectors", "sentences"])
+def test_tombstones_that_disagree_with_the_catalog_are_found_and_repaired(
+    indexed: tuple[Path, Path], index: str
+) -> None:
+    """An edit leaves the old rows in their segment, tombstoned in the list: a list that
+    forgot them serves deleted chunks, and ``check`` must say so and repair it."""
+    root, index_dir = indexed
+    write_files(root, {"f0/Note 000.md": note(0, version=3)})
+    with Vault.open(root, index_dir=index_dir) as vault:
+        vault.index()
+    path = getattr(IndexLayout(index_dir).live, index)
+    listing = json.loads(path.read_text())
+    assert any(seg["dead"] for seg in listing["segments"])
+    for seg in listing["segments"]:
+        seg["dead"] = []
+    _replace_bytes(path, json.dumps(listing).encode())
+    args = [str(root), "--index-dir", str(index_dir)]
+    code, out = run("check", "--json", *args)
+    assert code != 0 and any(p.startswith(f"{index}:") for p in json.loads(out)["problems"])
+    cached = embeddings()
+    code, out = run("check", "--repair", "--json", *args)
+    assert code == 0 and json.loads(out)["repaired"]["chunks_embedded"] == 0
+    assert run("check", *args)[0] == 0
+    assert embeddings() == cached

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import networkx as nx
-import numpy as np
 
 from vaultsearch.errors import (
     IndexMissingError,
@@ -312,13 +311,12 @@ def link_neighbourhood(g: nx.DiGraph, path: str, depth: int = 1) -> Related:
 def similar_notes(snap: Snapshot, note_id: int, limit: int = 10) -> list[tuple[int, float]]:
     """(note id, cosine) of the notes nearest to the mean of this note's chunk vectors.
 
-    The vectors come back out of FAISS itself, so this costs no model call."""
+    The vectors come back out of the index itself, so this costs no model call."""
     ids = snap.chunks_by_note.get(note_id)
     if ids is None or not len(ids) or not len(snap.vectors):
         return []
-    try:
-        vectors = np.stack([snap.vectors.index.reconstruct(int(c)) for c in ids])
-    except RuntimeError:  # a chunk without a vector: the index is mid-repair
+    held, vectors = snap.vectors.vectors_of(ids)
+    if len(held) != len(ids):  # a chunk without a vector: the index is mid-repair
         return []
     k = min(len(snap.vectors), len(ids) + limit * 8)
     best: dict[int, float] = {}

@@ -33,7 +33,7 @@ from vaultsearch.store.generations import ReaderHold, hold_published
 from vaultsearch.store.keywords import KeywordIndex
 from vaultsearch.store.layout import Generation, IndexLayout
 from vaultsearch.store.manifest import read_manifest
-from vaultsearch.store.vectors import VectorIndex
+from vaultsearch.store.vectors import SegmentedVectors
 from vaultsearch.store.verify import settings_of
 
 SETTLE_SECONDS = 3.0
@@ -79,7 +79,7 @@ class Snapshot:
     hold: ReaderHold
     key: StateKey
     catalog: Catalog
-    vectors: VectorIndex
+    vectors: SegmentedVectors
     sentences: SentenceVectors
     keywords: KeywordIndex
     graph: nx.DiGraph
@@ -281,8 +281,8 @@ def _readers(
 
 
 _EMPTY: dict[str, Callable[[DerivedSettings], Any]] = {
-    "vectors": lambda s: VectorIndex(s.dimension),
-    "sentences": lambda s: SentenceVectors(VectorIndex(s.dimension, half=True)),
+    "vectors": lambda s: SegmentedVectors(s.dimension),
+    "sentences": lambda s: SentenceVectors(s.dimension),
     "graph": lambda s: nx.DiGraph(),
 }
 

@@ -71,11 +71,13 @@ class Generation:
 
     @property
     def vectors(self) -> Path:
-        return self.root / "vectors.faiss"
+        """The list of the chunk vectors' segments (in ``segments/``) and tombstones."""
+        return self.root / "vectors.json"
 
     @property
     def sentences(self) -> Path:
-        return self.root / "sentences.faiss"
+        """The list of the sentence vectors' segments and tombstones."""
+        return self.root / "sentences.json"
 
     @property
     def keywords(self) -> Path:

@@ -1,14 +1,16 @@
-"""Dense vectors: FAISS inner product over L2-normalised vectors, keyed by chunk id.
+"""Dense vectors: exact inner product over L2-normalised vectors, keyed by chunk id,
+read from the segments of a generation (``segments.py``).
 
-``IndexIDMap2`` lets a changed or deleted note's vectors really leave the index;
-the design this project follows left orphans behind and the index grew without bound.
+A search scans each segment with FAISS's flat kernel (the one ``IndexFlatIP`` runs)
+and merges the results as one flat index over every live row in order would have:
+the same scores, and ties broken by position the same way.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from vaultsearch._runtime import prepare_openmp
@@ -18,7 +20,7 @@ prepare_openmp()
 import faiss  # noqa: E402
 import numpy as np  # noqa: E402
 
-from vaultsearch.store.atomic import atomic_write_bytes  # noqa: E402
+from vaultsearch.store.segments import Entry, Segment  # noqa: E402
 
 _threads = threading.local()
 
@@ -42,6 +44,21 @@ def dot_rows(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
     return np.einsum("ij,j->i", rows, query)
 
 
+@functools.lru_cache(maxsize=4)
+def _half_decoder(dim: int) -> Any:
+    return faiss.IndexScalarQuantizer(
+        dim, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT
+    )
+
+
+def decode_half(rows: np.ndarray) -> np.ndarray:
+    """float16 rows as float32 by FAISS's SIMD decoder (numpy's conversion took 2.4
+    times as long)."""
+    rows = np.ascontiguousarray(rows, dtype=np.float16)
+    _one_openmp_thread()
+    return np.asarray(_half_decoder(rows.shape[1]).sa_decode(rows.view(np.uint8)))
+
+
 def normalize(vectors: np.ndarray) -> np.ndarray:
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     if vectors.ndim == 1:
@@ -51,109 +68,106 @@ def normalize(vectors: np.ndarray) -> np.ndarray:
     return vectors / norms
 
 
-class VectorIndex:
-    def __init__(self, dim: int, index: Any = None, half: bool = False) -> None:
-        """``half`` stores each component as float16: half the memory, and cosines within
-        ~1e-3 of float32, for the sentence vectors (several per chunk) that are only
-        ever scored, never searched."""
+class SegmentedVectors:
+    """What a search reads of the chunk vectors: nothing until the first semantic
+    search or score, then only the pages of the mapped segments it touches."""
+
+    def __init__(self, dim: int, segments: Sequence[Segment] = ()) -> None:
         self.dim = dim
-        if index is None:
-            flat = (
-                faiss.IndexScalarQuantizer(
-                    dim, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT
-                )
-                if half
-                else faiss.IndexFlatIP(dim)
-            )
-            index = faiss.IndexIDMap2(flat)
-        # Any: faiss's SWIG stubs describe the C++ signatures, not the numpy wrappers
-        self.index: Any = index
+        self.segments = list(segments)
 
     @classmethod
-    def load(cls, path: Path) -> VectorIndex:
-        index = faiss.read_index(str(path))
-        return cls(index.d, index)
-
-    def serialized(self) -> bytes:
-        return bytes(faiss.serialize_index(self.index).tobytes())
-
-    def save(self, path: Path) -> None:
-        atomic_write_bytes(path, self.serialized())
+    def from_arrays(cls, ids: Sequence[int] | np.ndarray, vectors: np.ndarray) -> SegmentedVectors:
+        """One segment held in memory (tools and tests), normalised as the writer does."""
+        rows = normalize(vectors)
+        ids = np.asarray(ids, dtype=np.int64)
+        entry = Entry("memory", len(ids), (), ("", ""))
+        return cls(rows.shape[1], [Segment(entry, ids=ids, rows=rows)])
 
     def __len__(self) -> int:
-        return int(self.index.ntotal)
+        return sum(s.entry.live for s in self.segments)
 
     def ids(self) -> np.ndarray:
-        return faiss.vector_to_array(self.index.id_map).astype(np.int64)
-
-    def rows(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every id and its stored code (one row of bytes per vector), sorted by id: one
-        matrix that numpy slices without a lookup per id; ``decode`` turns rows back
-        into vectors."""
-        inner: Any = faiss.downcast_index(self.index.index)
-        ids = self.ids()
-        codes = faiss.vector_to_array(inner.codes).reshape(len(ids), inner.code_size)
-        if len(ids) < 2 or bool(np.all(ids[1:] > ids[:-1])):  # as built: no second copy
-            return ids, codes
-        order = np.argsort(ids, kind="stable")
-        return ids[order], codes[order]
-
-    def decode(self, codes: np.ndarray) -> np.ndarray:
-        """Code rows of an index of this kind as float32 vectors, by FAISS's SIMD decoder
-        (numpy's float16 conversion took 2.4 times as long)."""
-        _one_openmp_thread()
-        return np.asarray(self.index.index.sa_decode(np.ascontiguousarray(codes)))
-
-    def add(self, ids: Sequence[int] | np.ndarray, vectors: np.ndarray) -> None:
-        if len(ids) == 0:
-            return
-        vectors = normalize(vectors)
-        if vectors.shape[1] != self.dim:
-            raise ValueError(f"vector dimension {vectors.shape[1]} != index dimension {self.dim}")
-        self.index.add_with_ids(vectors, np.asarray(ids, dtype=np.int64))
-
-    def remove(self, ids: Sequence[int] | np.ndarray) -> int:
-        if len(ids) == 0:
-            return 0
-        return int(self.index.remove_ids(np.asarray(ids, dtype=np.int64)))
+        """Every live id, in position order."""
+        parts = [s.live_ids() for s in self.segments]
+        return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
 
     def search(
         self, query: np.ndarray, k: int, allowed: np.ndarray | None = None
     ) -> list[tuple[int, float]]:
-        """Top-k (chunk id, cosine) pairs; ``allowed`` restricts the search inside FAISS
-        so that a filtered query still gets k results when k exist."""
-        if self.index.ntotal == 0 or k <= 0:
+        """Top-k (chunk id, cosine) pairs; ``allowed`` restricts the scan itself, so that
+        a filtered query still gets k results when k exist."""
+        if k <= 0 or len(self) == 0 or (allowed is not None and len(allowed) == 0):
             return []
-        params = None
-        if allowed is not None:
-            if len(allowed) == 0:
-                return []
-            selector = faiss.IDSelectorBatch(allowed.astype(np.int64))
-            params = faiss.SearchParameters(sel=selector)  # type: ignore[call-arg]
-        k = min(k, int(self.index.ntotal))
+        q = normalize(query)
+        wanted = None if allowed is None else np.asarray(allowed, dtype=np.int64)
         _one_openmp_thread()
-        scores, ids = self.index.search(normalize(query), k, params=params)
-        return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i != -1]
+        found: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        for n, seg in enumerate(self.segments):
+            if seg.entry.live == 0:
+                continue
+            mask = seg.live_mask
+            if wanted is not None:
+                hit = np.isin(seg.ids, wanted)
+                mask = hit if mask is None else mask & hit
+            scores, pos = _flat_top(q, seg.rows, k, mask)
+            found.append((scores, np.full(len(pos), n), pos, np.asarray(seg.ids)[pos]))
+        if not found:
+            return []
+        scores, seg_no, pos, ids = (np.concatenate(a) for a in zip(*found, strict=True))
+        # as one flat scan: the earlier position wins a tie for the last place, and tied
+        # results come out latest position first
+        top = np.lexsort((pos, seg_no, -scores))[:k]
+        top = top[np.lexsort((-pos[top], -seg_no[top], -scores[top]))]
+        return [(int(ids[i]), float(scores[i])) for i in top]
+
+    def vectors_of(self, ids: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The stored vector of each given id held (first occurrence order); an unknown
+        id is left out."""
+        wanted = np.fromiter(dict.fromkeys(int(i) for i in ids), dtype=np.int64)
+        got_ids: list[np.ndarray] = []
+        got_rows: list[np.ndarray] = []
+        for seg in self.segments:
+            if not len(wanted) or seg.entry.live == 0:
+                continue
+            held, pos = seg.positions(wanted)
+            if len(held):
+                got_ids.append(held)
+                got_rows.append(np.asarray(seg.rows[pos]))
+        if not got_ids:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, self.dim), dtype=np.float32)
+        held_ids, rows = np.concatenate(got_ids), np.concatenate(got_rows)
+        rank = {int(i): n for n, i in enumerate(wanted)}
+        order = np.argsort([rank[int(i)] for i in held_ids], kind="stable")
+        return held_ids[order], np.asarray(rows[order], dtype=np.float32)
 
     def score(self, query: np.ndarray, ids: Sequence[int] | np.ndarray) -> list[tuple[int, float]]:
         """The cosine of each given chunk id: the exact score of a chunk that a top-k
         search did not reach. An id the index does not hold is left out."""
-        wanted = np.fromiter(dict.fromkeys(int(i) for i in ids), dtype=np.int64)
-        if len(wanted) == 0 or self.index.ntotal == 0:
+        held, rows = self.vectors_of(ids)
+        if not len(held):
             return []
-        _one_openmp_thread()
-        try:
-            rows = self.index.reconstruct_batch(wanted)
-        except RuntimeError:  # an unknown id; rare enough to go one by one
-            found = []
-            for i in wanted:
-                try:
-                    found.append((int(i), self.index.reconstruct(int(i))))
-                except RuntimeError:
-                    continue
-            if not found:
-                return []
-            wanted = np.array([i for i, _ in found], dtype=np.int64)
-            rows = np.vstack([r for _, r in found])
         cosines = dot_rows(rows, normalize(query)[0])
-        return [(int(i), float(c)) for i, c in zip(wanted, cosines, strict=True)]
+        return [(int(i), float(c)) for i, c in zip(held, cosines, strict=True)]
+
+
+def _flat_top(
+    query: np.ndarray, rows: np.ndarray, k: int, mask: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """FAISS's flat inner-product top-k over ``rows`` (mapped rows are not copied),
+    restricted to ``mask`` by a bitmap selector: (scores, positions)."""
+    rows = np.ascontiguousarray(rows, dtype=np.float32)
+    n, dim = rows.shape
+    k = min(k, n if mask is None else int(mask.sum()))
+    if k <= 0:
+        return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.int64)
+    distances = np.empty((1, k), dtype=np.float32)
+    labels = np.empty((1, k), dtype=np.int64)
+    bitmap = None if mask is None else np.packbits(mask, bitorder="little")
+    selector = None if bitmap is None else faiss.IDSelectorBitmap(n, faiss.swig_ptr(bitmap))
+    faiss.knn_inner_product(
+        faiss.swig_ptr(query), faiss.swig_ptr(rows), dim, 1, n, k,
+        faiss.swig_ptr(distances), faiss.swig_ptr(labels), selector,
+    )  # fmt: skip
+    keep = labels[0] >= 0
+    return distances[0][keep], labels[0][keep]

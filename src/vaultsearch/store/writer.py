@@ -19,6 +19,7 @@ from vaultsearch.store.derived import DERIVED, Batch, DerivedIndex, DerivedSetti
 from vaultsearch.store.generations import create_generation
 from vaultsearch.store.layout import Generation, IndexLayout
 from vaultsearch.store.manifest import write_manifest, write_state
+from vaultsearch.store.segments import link_segments
 
 
 class GenerationWriter:
@@ -101,9 +102,12 @@ def generation_sharing_catalog(layout: IndexLayout, source: Generation) -> Gener
 def clone_generation(layout: IndexLayout, source: Generation) -> Generation:
     """A new generation holding what ``source`` holds, for a run to change: the same
     shared catalog (copied once into ``catalogs/`` when ``source`` is of an older index
-    with its own), Tantivy's segment files (never rewritten) by hard link."""
+    with its own), Tantivy's and the vectors' segment files (never rewritten) by hard
+    link."""
     target = generation_sharing_catalog(layout, source)
-    for path in (source.vectors, source.sentences, source.graph, source.manifest, source.state):
+    link_segments(source.vectors, target.vectors)
+    link_segments(source.sentences, target.sentences)
+    for path in (source.graph, source.manifest, source.state):
         if path.is_file():
             shutil.copyfile(path, target.root / path.name)
     if source.keywords.is_dir():

@@ -2,11 +2,14 @@
 (``parsers/sentences.py``), keyed ``chunk id << SENTENCE_BITS | unit``.
 
 Searches never scan it: a query scores the sentences of the chunks its branches found
-(``SentenceVectors.best``), so it is kept in float16, half the memory of float32.
+(``SentenceVectors.best``), so it is kept in float16, half the disk and memory of
+float32, and each segment keeps its rows in id order, so that the sentences of a chunk
+are one slice of it.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,12 +18,14 @@ import numpy as np
 from vaultsearch.store.catalog import SENTENCE_BITS, Catalog
 from vaultsearch.store.derived.vectors import VectorPart
 from vaultsearch.store.layout import Generation
-from vaultsearch.store.vectors import VectorIndex, dot_rows, normalize
+from vaultsearch.store.segments import Entry, Segment, open_segments
+from vaultsearch.store.vectors import decode_half, dot_rows, normalize
 
 
 class SentencePart(VectorPart):
     name = "sentences"
-    half = True
+    dtype = "float16"
+    sorted_rows = True
 
     @staticmethod
     def _path(generation: Generation) -> Path:
@@ -38,43 +43,83 @@ class SentencePart(VectorPart):
     def _remove(self, chunk_ids: Sequence[int]) -> None:
         if len(chunk_ids) == 0:
             return
-        rows = self.index.ids()
-        self.index.remove(rows[np.isin(self._chunk_of(rows), np.asarray(chunk_ids))])
+        rows = self._ids()
+        self._remove_rows(rows[np.isin(self._chunk_of(rows), np.asarray(chunk_ids))])
 
     def _wanted(self, catalog: Catalog) -> set[int]:
         """Every chunk, unless ``embedding.sentences`` is off: then none."""
         return super()._wanted(catalog) if self.settings.sentences else set()
 
     def reader(self) -> SentenceVectors:
-        return SentenceVectors(super().reader())
+        if not self.path.is_file():
+            return SentenceVectors(self.settings.dimension)
+        listing, segments = open_segments(self.path)
+        return SentenceVectors(listing.dim, segments)
 
 
 class SentenceVectors:
-    """What a search reads: every sentence vector in id order, so that the sentences of a
-    chunk are one slice. Scoring a few thousand of them by FAISS id lookups cost ~2 ms a
-    query at 279,135 sentences; slices of one matrix cost a fraction of that."""
+    """What a search reads: the segments' rows, mapped, found by chunk with a binary
+    search of each segment's ids (in id order). Scoring a few thousand of them by FAISS
+    id lookups cost ~2 ms a query at 279,135 sentences; slices cost a fraction of that."""
 
-    def __init__(self, index: VectorIndex) -> None:
-        ids, self._codes = index.rows()
-        self._chunks = ids >> SENTENCE_BITS
-        self._decoder = VectorIndex(index.dim, half=True)  # empty: only its decoder is used
+    def __init__(self, dim: int, segments: Sequence[Segment] = ()) -> None:
+        self.dim = dim
+        self.segments = list(segments)
+
+    @classmethod
+    def from_arrays(cls, ids: Sequence[int] | np.ndarray, vectors: np.ndarray) -> SentenceVectors:
+        """One segment held in memory, stored as the writer stores it (tests, tools)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        order = np.argsort(ids, kind="stable")
+        rows = normalize(vectors).astype(np.float16)[order]
+        entry = Entry("memory", len(ids), (), ("", ""))
+        return cls(rows.shape[1], [Segment(entry, ids=ids[order], rows=rows)])
 
     def __len__(self) -> int:
-        return len(self._chunks)
+        return sum(s.entry.live for s in self.segments)
+
+    @functools.cached_property
+    def _chunks(self) -> list[np.ndarray]:
+        return [np.asarray(s.ids) >> SENTENCE_BITS for s in self.segments]
+
+    def _decoded(self, seg: Segment, rows: np.ndarray) -> np.ndarray:
+        """These rows of a segment as float32 (bench/sentence_storage.py compares other
+        storage by overriding this)."""
+        return decode_half(seg.rows[rows])
 
     def best(self, query: np.ndarray, chunk_ids: Sequence[int]) -> list[tuple[int, float]]:
         """Each given chunk that has sentences, with its best sentence's cosine, best first
         (ties by chunk id)."""
         chunks = np.unique(np.asarray(chunk_ids, dtype=np.int64))
-        lo = np.searchsorted(self._chunks, chunks, "left")
-        hi = np.searchsorted(self._chunks, chunks, "right")
-        held = hi > lo
-        chunks, lo, counts = chunks[held], lo[held], (hi - lo)[held]
-        if not len(chunks):
+        if not len(chunks) or not len(self):
             return []
-        starts = np.cumsum(counts) - counts
-        rows = np.repeat(lo - starts, counts) + np.arange(counts.sum())
         q = normalize(query)[0]
-        best = np.maximum.reduceat(dot_rows(self._decoder.decode(self._codes[rows]), q), starts)
-        order = np.lexsort((chunks, -best))
-        return [(int(chunks[i]), float(best[i])) for i in order]
+        found: list[np.ndarray] = []
+        best: list[np.ndarray] = []
+        for seg, owners in zip(self.segments, self._chunks, strict=True):
+            lo = np.searchsorted(owners, chunks, "left")
+            counts = np.searchsorted(owners, chunks, "right") - lo
+            if not counts.any():
+                continue
+            starts = np.cumsum(counts) - counts
+            rows = np.repeat(lo - starts, counts) + np.arange(counts.sum())
+            if seg.live_mask is not None:
+                rows = rows[seg.live_mask[rows]]
+                if not len(rows):
+                    continue
+            owner = owners[rows]
+            first = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+            scores = dot_rows(self._decoded(seg, rows), q)
+            found.append(owner[first])
+            best.append(np.maximum.reduceat(scores, first))
+        if not found:
+            return []
+        got, top = np.concatenate(found), np.concatenate(best)
+        order = np.lexsort((got, -top))
+        seen: set[int] = set()
+        out = []
+        for i in order:  # a chunk in two segments (an id used again) counts its best once
+            if (c := int(got[i])) not in seen:
+                seen.add(c)
+                out.append((c, float(top[i])))
+        return out

@@ -1,4 +1,10 @@
-"""FAISS as a derived index: one vector per catalog chunk, from the embedding store.
+"""The chunk vectors as a derived index: one vector per catalog chunk, from the
+embedding store, in immutable segments (``store/segments.py``).
+
+An update tombstones the rows of removed chunks in the list and writes the added rows
+as one new segment; past ``MAX_SEGMENTS`` segments or ``MAX_DEAD`` dead rows the
+commit merges segments into a new one. Every file it writes is new and in the
+unpublished generation, so a kill at any point leaves the published one whole.
 
 The sentence index (``sentences.py``) is this class with several rows per chunk: it
 overrides the hooks (``_path``, ``_rows``, ``_chunk_of``, ``_remove``, ``_wanted``) and
@@ -7,29 +13,47 @@ overrides the hooks (``_path``, ``_rows``, ``_chunk_of``, ``_remove``, ``_wanted
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from vaultsearch.store.atomic import atomic_write_bytes
 from vaultsearch.store.catalog import Catalog
 from vaultsearch.store.derived.base import Batch, DerivedSettings
 from vaultsearch.store.layout import Generation
-from vaultsearch.store.manifest import file_crc32
-from vaultsearch.store.vectors import VectorIndex
+from vaultsearch.store.segments import (
+    Entry,
+    Segment,
+    SegmentList,
+    file_sha256,
+    folder_of,
+    merge_plan,
+    needs_write,
+    npy_shape,
+    open_segments,
+    read_list,
+    remove_unlisted,
+    write_list,
+    write_segment,
+)
+from vaultsearch.store.vectors import SegmentedVectors, normalize
 
 
 class VectorPart:
     name = "vectors"
-    half = False
+    dtype = "float32"
+    sorted_rows = False
+    """Whether a segment keeps its rows in id order (else in the order they were added,
+    which is the order a search breaks ties by)."""
 
     def __init__(self, generation: Generation, settings: DerivedSettings) -> None:
         self.path = self._path(generation)
+        self.folder = folder_of(self.path)
+        self.number = generation.number
         self.settings = settings
-        self.index = self._empty()
+        self.segments: list[Segment] = []
+        self.pending: list[tuple[np.ndarray, np.ndarray]] = []
 
     @staticmethod
     def _path(generation: Generation) -> Path:
@@ -47,91 +71,214 @@ class VectorPart:
         """The chunks that must have rows."""
         return set(catalog.chunk_ids())
 
-    def _empty(self) -> VectorIndex:
-        return VectorIndex(self.settings.dimension, half=self.half)
+    def _stored(self, vectors: np.ndarray) -> np.ndarray:
+        """Vectors as a segment stores them."""
+        rows = normalize(vectors)
+        if rows.shape[1] != self.settings.dimension:
+            raise ValueError(
+                f"vector dimension {rows.shape[1]} != index dimension {self.settings.dimension}"
+            )
+        return rows.astype(self.dtype)
 
     def open(self, fresh: bool) -> None:
+        self.segments, self.pending = [], []
         if fresh or not self.path.is_file():
-            self.index = self._empty()
             return
-        index = VectorIndex.load(self.path)
-        if index.dim != self.settings.dimension:
-            raise ValueError(f"dimension {index.dim} != {self.settings.dimension}")
-        self.index = index
+        listing, segments = open_segments(self.path)
+        if (listing.dim, listing.dtype) != (self.settings.dimension, self.dtype):
+            raise ValueError(
+                f"{self.path.name}: {listing.dim} x {listing.dtype}, "
+                f"not {self.settings.dimension} x {self.dtype}"
+            )
+        self.segments = segments
+
+    def _ids(self) -> np.ndarray:
+        parts = [s.live_ids() for s in self.segments] + [ids for ids, _ in self.pending]
+        return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return sum(s.entry.live for s in self.segments) + sum(len(i) for i, _ in self.pending)
+
+    def _add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        if len(ids):
+            self.pending.append((np.asarray(ids, dtype=np.int64), self._stored(vectors)))
+
+    def _remove_rows(self, row_ids: np.ndarray) -> None:
+        """Tombstone these row ids in the segments, drop them from the rows not written."""
+        if not len(row_ids):
+            return
+        gone = np.unique(np.asarray(row_ids, dtype=np.int64))
+        for n, seg in enumerate(self.segments):
+            held, _ = seg.positions(gone)
+            if len(held):
+                dead = tuple(sorted({*seg.entry.dead, *held.tolist()}))
+                entry = Entry(seg.entry.name, seg.entry.rows, dead, seg.entry.sha256)
+                self.segments[n] = Segment(entry, self.folder, ids=seg.ids)
+        self.pending = [
+            (ids[keep], rows[keep])
+            for ids, rows in self.pending
+            if (keep := ~np.isin(ids, gone)).any()
+        ]
 
     def level_with(self, catalog: Catalog) -> bool:
         want = self._wanted(catalog)
-        have = set(self._chunk_of(self.index.ids()).tolist())
+        have = set(self._chunk_of(self._ids()).tolist())
         extra, missing = sorted(have - want), sorted(want - have)
         if not extra and not missing:
             return False
         self._remove(extra)
-        self.index.add(*self._rows(catalog, missing))
+        self._add(*self._rows(catalog, missing))
         return True
 
     def _remove(self, chunk_ids: Sequence[int]) -> None:
         """Here a row id is the chunk id: no need to read the index's ids."""
-        self.index.remove(chunk_ids)
+        self._remove_rows(np.asarray(chunk_ids, dtype=np.int64))
 
     def apply(self, batch: Batch) -> None:
         self._remove(batch.removed_chunks)
-        self.index.add(*self._rows(batch.catalog, list(batch.added_chunks)))
+        self._add(*self._rows(batch.catalog, list(batch.added_chunks)))
 
     def commit(self, catalog: Catalog) -> dict[str, Any]:
-        data = self.index.serialized()
-        atomic_write_bytes(self.path, data)
-        # FAISS files have no checksum: a reader compares this one at open (one pass
-        # over bytes it reads anyway), where ``check`` rebuilds the file to compare
-        return {self.name: len(self.index), f"{self.name}_crc32": zlib.crc32(data)}
+        items = list(self.segments)
+        if self.pending:
+            ids = np.concatenate([i for i, _ in self.pending])
+            rows = np.concatenate([r for _, r in self.pending])
+            items.append(Segment(Entry("", len(ids), (), ("", "")), ids=ids, rows=rows))
+        entries: list[Entry] = []
+        for group in merge_plan([s.entry for s in items]):
+            parts = [items[i] for i in group]
+            if len(parts) == 1 and parts[0].entry.name and not needs_write(parts[0].entry):
+                entries.append(parts[0].entry)
+                continue
+            entries.append(self._write(parts))
+        listing = SegmentList(self.settings.dimension, self.dtype, tuple(entries))
+        write_list(self.path, listing)
+        remove_unlisted(self.folder, self.name, listing)
+        self.segments = [Segment(e, self.folder) for e in entries]
+        self.pending = []
+        return {self.name: len(listing)}
+
+    def _write(self, parts: list[Segment]) -> Entry:
+        """One new segment of the live rows of ``parts``, in their order."""
+        ids = np.concatenate([np.asarray(p.live_ids()) for p in parts]).astype(np.int64)
+        rows = np.concatenate(
+            [np.asarray(p.rows if p.live_mask is None else p.rows[p.live_mask]) for p in parts]
+        )
+        if self.sorted_rows:
+            order = np.argsort(ids, kind="stable")
+            ids, rows = ids[order], rows[order]
+        seq = 0
+        while (name := f"{self.name}-{self.number:06d}-{seq:03d}") and any(
+            (self.folder / f"{name}{suffix}").exists() for suffix in (".ids.npy", ".rows.npy")
+        ):
+            seq += 1
+        return write_segment(self.folder, name, ids, rows)
 
     def check(self, catalog: Catalog, recorded: dict[str, Any]) -> list[str]:
         try:
-            index = VectorIndex.load(self.path)
-            ids = index.ids()
+            listing = read_list(self.path)
+        except ValueError as exc:
+            return [f"{self.name}: unreadable ({str(exc)[:160]})"]
+        if (listing.dim, listing.dtype) != (self.settings.dimension, self.dtype):
+            return [
+                f"{self.name}: {listing.dim} x {listing.dtype} vectors, not "
+                f"{self.settings.dimension} x {self.dtype}"
+            ]
+        problems = self._file_problems(listing)
+        if problems:
+            return problems
+        try:
+            _, segments = open_segments(self.path)
+            for seg in segments:
+                _check_shape(seg, listing)
         except Exception as exc:
             return [f"{self.name}: unreadable ({type(exc).__name__}: {str(exc)[:120]})"]
-        problems = []
-        if index.dim != self.settings.dimension:
-            problems.append(f"{self.name}: dimension {index.dim} != {self.settings.dimension}")
-            return problems
+        for seg in segments:
+            if not set(seg.entry.dead) <= set(np.asarray(seg.ids).tolist()):
+                problems.append(f"{self.name}: {seg.entry.name} tombstones rows it does not hold")
+            if self.sorted_rows and seg.order is not None:
+                problems.append(f"{self.name}: {seg.entry.name} rows are not in id order")
+        ids = np.concatenate([s.live_ids() for s in segments]) if segments else np.zeros(0)
         if len(ids) != len(set(ids.tolist())):
             problems.append(f"{self.name}: duplicate ids")
         want = self._wanted(catalog)
-        have = set(self._chunk_of(ids).tolist())
+        have = set(self._chunk_of(ids.astype(np.int64)).tolist())
         if extra := have - want:
             problems.append(
                 f"{self.name}: {len(extra)} entries for chunks the catalog does not have"
             )
         if missing := want - have:
             problems.append(f"{self.name}: {len(missing)} catalog chunks missing")
-        if not problems and self.path.read_bytes() != self._rebuilt(catalog, ids):
-            problems.append(f"{self.name}: the file differs from the stored embeddings")
+        if self.name in recorded and recorded[self.name] != len(listing):
+            problems.append(
+                f"{self.name}: {len(listing)} rows, the state file says {recorded[self.name]}"
+            )
+        if not problems and not self._rows_match(catalog, segments):
+            problems.append(f"{self.name}: a vector differs from the stored embeddings")
         return problems
 
-    def _rebuilt(self, catalog: Catalog, ids: np.ndarray) -> bytes:
-        """The file a writer would have written for these rows in this order: any changed
-        byte of the real one (a vector, an id, the header) differs from it."""
-        chunks = list(dict.fromkeys(self._chunk_of(ids).tolist()))
-        rows, vectors = self._rows(catalog, chunks)
-        order = {int(r): i for i, r in enumerate(rows)}
-        fresh = self._empty()
-        if all(int(i) in order for i in ids):
-            picked = [order[int(i)] for i in ids]
-            fresh.add(rows[picked], vectors[picked])
-        return fresh.serialized()
+    def _file_problems(self, listing: SegmentList) -> list[str]:
+        """Every listed file there, each byte as written (their digests are in the list)."""
+        problems = []
+        for entry in listing.segments:
+            for path, digest in zip(entry.files(self.folder), entry.sha256, strict=True):
+                if not path.is_file():
+                    problems.append(f"{self.name}: segment file {path.name} is missing")
+                elif file_sha256(path) != digest:
+                    problems.append(
+                        f"{self.name}: segment file {path.name} differs from the one written"
+                    )
+        return problems
+
+    def _rows_match(self, catalog: Catalog, segments: list[Segment]) -> bool:
+        """Every live row equals what the writer would store from the catalog."""
+        for seg in segments:
+            ids = np.asarray(seg.live_ids(), dtype=np.int64)
+            if not len(ids):
+                continue
+            chunks = list(dict.fromkeys(self._chunk_of(ids).tolist()))
+            row_ids, vectors = self._rows(catalog, chunks)
+            order = np.argsort(row_ids, kind="stable")
+            known = row_ids[order]
+            at = np.minimum(np.searchsorted(known, ids), max(len(known) - 1, 0))
+            if not len(known) or not np.array_equal(known[at], ids):
+                return False
+            expected = self._stored(vectors[order[at]])
+            stored = np.asarray(seg.rows if seg.live_mask is None else seg.rows[seg.live_mask])
+            if not np.array_equal(stored, expected):
+                return False
+        return True
+
+    def damage(self, state: dict[str, Any]) -> str | None:
+        """Why a search cannot trust these vectors, found at open without reading a row:
+        the list gone or unreadable, a segment file missing or of another length. Changed
+        bytes inside a segment are ``check``'s to find (its digests are in the list)."""
+        if not self.path.is_file():
+            return f"{self.path.name} is missing" if state.get(self.name) else None
+        try:
+            listing, segments = open_segments(self.path)
+            for seg in segments:
+                for path, shape in zip(
+                    seg.entry.files(self.folder),
+                    ((seg.entry.rows,), (seg.entry.rows, listing.dim)),
+                    strict=True,
+                ):
+                    if (found := npy_shape(path)) != shape:
+                        return f"{path.name} holds {found}, the list says {shape}"
+        except Exception as exc:
+            return f"{self.path.name}: {str(exc)[:160]}"
+        return None
 
     def reader(self) -> Any:
         if not self.path.is_file():
-            return self._empty()
-        return VectorIndex.load(self.path)
+            return SegmentedVectors(self.settings.dimension)
+        listing, segments = open_segments(self.path)
+        return SegmentedVectors(listing.dim, segments)
 
-    def damage(self, state: dict[str, Any]) -> str | None:
-        """Why a search cannot trust this file, found cheaply at open (no rebuild): gone,
-        or not the bytes the writer recorded in the state file."""
-        recorded = state.get(self.name)
-        if not self.path.is_file():
-            return f"{self.path.name} is missing" if recorded else None
-        crc = state.get(f"{self.name}_crc32")
-        if crc is not None and crc != file_crc32(self.path):
-            return f"{self.path.name} differs from the checksum the writer recorded"
-        return None
+
+def _check_shape(seg: Segment, listing: SegmentList) -> None:
+    ids, rows = seg.ids, seg.rows
+    if ids.dtype != np.int64 or ids.ndim != 1:
+        raise ValueError(f"{seg.entry.name}: ids are {ids.dtype} x {ids.ndim}")
+    if rows.shape != (seg.entry.rows, listing.dim) or rows.dtype != np.dtype(listing.dtype):
+        raise ValueError(f"{seg.entry.name}: rows are {rows.dtype} {rows.shape}")

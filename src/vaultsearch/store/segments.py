@@ -1,0 +1,286 @@
+"""Vectors as immutable segment files named by a small per-generation list.
+
+A segment (``NAME.ids.npy`` beside ``NAME.rows.npy``) is written once and never
+changed, so a new generation hard-links the segments it keeps and writes only a
+segment of the rows an update added, and in its list the ids it deleted from older
+segments (tombstones): a one-note edit writes kilobytes, not a copy of every vector.
+A reader maps the files (``mmap``) and touches their pages only when a search needs
+them, so ``status`` or a keyword search holds none of them.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import json
+import mmap
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vaultsearch.errors import IndexCorruptError
+from vaultsearch.store.atomic import atomic_write_bytes, atomic_write_json
+
+LIST_VERSION = 1
+SEGMENTS_FOLDER = "segments"
+MAX_SEGMENTS = 8
+"""More live segments than this are merged (the smallest neighbours first)."""
+MAX_DEAD = 0.2
+"""A segment with more tombstoned rows than this share is rewritten without them."""
+_SUFFIXES = (".ids.npy", ".rows.npy")
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One segment as a generation's list names it."""
+
+    name: str
+    rows: int
+    dead: tuple[int, ...]
+    """Row ids deleted from this segment since it was written (sorted)."""
+    sha256: tuple[str, str]
+    """Of the ids file and of the rows file: ``check`` finds any changed byte."""
+
+    @property
+    def live(self) -> int:
+        return self.rows - len(self.dead)
+
+    def files(self, folder: Path) -> tuple[Path, Path]:
+        return (folder / f"{self.name}{_SUFFIXES[0]}", folder / f"{self.name}{_SUFFIXES[1]}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "rows": self.rows,
+            "dead": list(self.dead),
+            "sha256": list(self.sha256),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentList:
+    dim: int
+    dtype: str
+    segments: tuple[Entry, ...]
+
+    def __len__(self) -> int:
+        return sum(e.live for e in self.segments)
+
+
+def folder_of(list_path: Path) -> Path:
+    return list_path.parent / SEGMENTS_FOLDER
+
+
+def read_list(path: Path) -> SegmentList:
+    """The list file; ValueError (naming the file) when it is not one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("version") != LIST_VERSION:
+            raise ValueError(f"version {data.get('version')!r}")
+        entries = tuple(
+            Entry(
+                str(e["name"]),
+                int(e["rows"]),
+                tuple(int(i) for i in e["dead"]),
+                (str(e["sha256"][0]), str(e["sha256"][1])),
+            )
+            for e in data["segments"]
+        )
+        return SegmentList(int(data["dim"]), str(np.dtype(data["dtype"])), entries)
+    except (OSError, UnicodeDecodeError, KeyError, TypeError, IndexError, ValueError) as exc:
+        raise ValueError(f"{path.name}: not a segment list ({type(exc).__name__}: {exc})") from exc
+
+
+def write_list(path: Path, segments: SegmentList) -> None:
+    atomic_write_json(
+        path,
+        {
+            "version": LIST_VERSION,
+            "dim": segments.dim,
+            "dtype": segments.dtype,
+            "segments": [e.to_dict() for e in segments.segments],
+        },
+    )
+
+
+def link_segments(source_list: Path, target_list: Path) -> None:
+    """A new generation's copy of a list: the list copied (it is small and rewritten),
+    the segment files hard-linked (copied only where a link fails)."""
+    if not source_list.is_file():
+        return
+    shutil.copyfile(source_list, target_list)
+    try:
+        entries = read_list(source_list).segments
+    except ValueError:
+        return  # the writer finds it unreadable and builds the index afresh
+    source, target = folder_of(source_list), folder_of(target_list)
+    target.mkdir(exist_ok=True)
+    for entry in entries:
+        for src, dst in zip(entry.files(source), entry.files(target), strict=True):
+            if dst.exists() or not src.is_file():
+                continue
+            try:
+                os.link(src, dst)
+            except OSError:
+                shutil.copyfile(src, dst)
+
+
+class Segment:
+    """One segment's rows, read from its files on first use (mapped, not loaded), or
+    held in memory (rows a writer has not written yet)."""
+
+    def __init__(
+        self,
+        entry: Entry,
+        folder: Path | None = None,
+        ids: np.ndarray | None = None,
+        rows: np.ndarray | None = None,
+    ) -> None:
+        self.entry = entry
+        self._folder = folder
+        if ids is not None:
+            self.__dict__["ids"] = ids
+        if rows is not None:
+            self.__dict__["rows"] = rows
+
+    def _load(self, n: int) -> np.ndarray:
+        """The file mapped, once its bytes are found to be the ones written: a search
+        reads every page of a segment anyway, and a flipped byte must not rank silently
+        (nor a merge copy it into a segment with a fresh digest)."""
+        assert self._folder is not None
+        path = self.entry.files(self._folder)[n]
+        if file_sha256(path) != self.entry.sha256[n]:
+            raise IndexCorruptError(
+                f"The vector index is damaged ({path.name} differs from the file written).",
+                fix="vaultsearch check --repair",
+            )
+        array = np.load(path, mmap_mode="r", allow_pickle=False)
+        if len(array) != self.entry.rows:
+            raise ValueError(f"{path.name}: {len(array)} rows, the list says {self.entry.rows}")
+        return array
+
+    @functools.cached_property
+    def ids(self) -> np.ndarray:
+        return self._load(0)
+
+    @functools.cached_property
+    def rows(self) -> np.ndarray:
+        return self._load(1)
+
+    @functools.cached_property
+    def live_mask(self) -> np.ndarray | None:
+        """Which rows are not tombstoned; None when all are."""
+        if not self.entry.dead:
+            return None
+        return ~np.isin(self.ids, np.asarray(self.entry.dead, dtype=np.int64))
+
+    @functools.cached_property
+    def order(self) -> np.ndarray | None:
+        """The positions in id order; None when the rows are in id order already."""
+        ids = self.ids
+        if len(ids) < 2 or bool(np.all(ids[1:] > ids[:-1])):
+            return None
+        return np.argsort(ids, kind="stable")
+
+    def live_ids(self) -> np.ndarray:
+        ids = np.asarray(self.ids)
+        return ids if self.live_mask is None else ids[self.live_mask]
+
+    def positions(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(id, position) of each wanted id this segment holds alive."""
+        ids = np.asarray(self.ids)
+        sorted_ids = ids if self.order is None else ids[self.order]
+        at = np.minimum(np.searchsorted(sorted_ids, wanted), max(len(ids) - 1, 0))
+        found = sorted_ids[at] == wanted if len(ids) else np.zeros(len(wanted), dtype=bool)
+        pos = at[found] if self.order is None else self.order[at[found]]
+        ids_found = wanted[found]
+        if self.live_mask is not None:
+            alive = self.live_mask[pos]
+            pos, ids_found = pos[alive], ids_found[alive]
+        return ids_found, pos
+
+
+def open_segments(list_path: Path) -> tuple[SegmentList, list[Segment]]:
+    """The list and its segments, none of their files read yet; a missing segment file
+    is an error here (its pages are read later, by the search that needs them)."""
+    listing = read_list(list_path)
+    folder = folder_of(list_path)
+    for entry in listing.segments:
+        for path in entry.files(folder):
+            if not path.is_file():
+                raise ValueError(f"{list_path.name}: segment file {path.name} is missing")
+    return listing, [Segment(e, folder) for e in listing.segments]
+
+
+def npy_shape(path: Path) -> tuple[int, ...]:
+    """The shape a ``.npy`` header declares, read without the data."""
+    with path.open("rb") as fh:
+        major, _ = np.lib.format.read_magic(fh)
+        read = (
+            np.lib.format.read_array_header_1_0
+            if major == 1
+            else np.lib.format.read_array_header_2_0
+        )
+        shape, _, _ = read(fh)
+        return tuple(int(n) for n in shape)
+
+
+def npy_bytes(array: np.ndarray) -> bytes:
+    out = io.BytesIO()
+    np.save(out, np.ascontiguousarray(array), allow_pickle=False)
+    return out.getvalue()
+
+
+def write_segment(folder: Path, name: str, ids: np.ndarray, rows: np.ndarray) -> Entry:
+    folder.mkdir(exist_ok=True)
+    data = (npy_bytes(ids.astype(np.int64)), npy_bytes(rows))
+    entry = Entry(name, len(ids), (), (_sha(data[0]), _sha(data[1])))
+    for path, body in zip(entry.files(folder), data, strict=True):
+        atomic_write_bytes(path, body)
+    return entry
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    """Through a mapping of its own, so the pages are the page cache's, not this
+    process's heap."""
+    with path.open("rb") as fh:
+        if os.fstat(fh.fileno()).st_size == 0:
+            return _sha(b"")
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            return hashlib.sha256(view).hexdigest()
+
+
+def remove_unlisted(folder: Path, prefix: str, listing: SegmentList) -> None:
+    """Drop this index's segment files the list no longer names (hard links of merged
+    segments): only ever in the unpublished generation that is being written."""
+    if not folder.is_dir():
+        return
+    keep = {p.name for e in listing.segments for p in e.files(folder)}
+    for path in folder.iterdir():
+        if path.name.startswith(f"{prefix}-") and path.name not in keep:
+            path.unlink(missing_ok=True)
+
+
+def merge_plan(entries: list[Entry]) -> list[list[int]]:
+    """Runs of neighbouring segments to write as one (order kept: a search breaks ties
+    by position, as one flat index did). A run of one is rewritten only when its dead
+    share passed ``MAX_DEAD``; fully dead segments are dropped."""
+    groups = [[i] for i, e in enumerate(entries) if e.live > 0]
+    while len(groups) > MAX_SEGMENTS:
+        sizes = [sum(entries[i].live for i in g) for g in groups]
+        j = min(range(len(groups) - 1), key=lambda j: sizes[j] + sizes[j + 1])
+        groups[j : j + 2] = [groups[j] + groups[j + 1]]
+    return groups
+
+
+def needs_write(entry: Entry) -> bool:
+    return entry.rows > 0 and len(entry.dead) > MAX_DEAD * entry.rows

@@ -1,0 +1,226 @@
+"""Vectors in immutable segments: an edit links what it keeps and writes only what it
+adds, compaction keeps the list short, a search ranks as one flat index over the
+catalog's embeddings would, and nothing maps a vector until a search needs it."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+
+import faiss
+import numpy as np
+import pytest
+
+from tests.conftest import bump_mtime, live_catalog, write_files
+from tests.corpus import WORDS
+from vaultsearch import Vault
+from vaultsearch.search.snapshot import Snapshot
+from vaultsearch.store.catalog import SENTENCE_BITS
+from vaultsearch.store.derived.sentences import SentenceVectors
+from vaultsearch.store.layout import IndexLayout
+from vaultsearch.store.segments import MAX_DEAD, MAX_SEGMENTS, Entry, Segment, read_list
+from vaultsearch.store.vectors import SegmentedVectors, normalize
+from vaultsearch.store.verify import settings_of
+
+
+def note(i: int, version: int = 0) -> str:
+    return (
+        f"# Note {i:03d}\n\nAbout the {WORDS[i % 20]} and the {WORDS[(i + version) % 20]}. "
+        f"Version {version} of it. See [[Note {(i + 1) % 30:03d}]].\n"
+    )
+
+
+def edit(root: Path, i: int, version: int) -> None:
+    path = root / f"Note {i:03d}.md"
+    path.write_text(note(i, version), encoding="utf-8")
+    bump_mtime(path, seconds=version + 5)
+
+
+@pytest.fixture
+def vault(tmp_path: Path, embedder: object) -> Vault:
+    root = write_files(tmp_path / "vault", {f"Note {i:03d}.md": note(i) for i in range(30)})
+    v = Vault.open(root, index_dir=tmp_path / "index")
+    v.index()
+    return v
+
+
+def _files(layout: IndexLayout) -> dict[str, os.stat_result]:
+    folder = layout.live.root / "segments"
+    return {p.name: p.stat() for p in folder.iterdir()}
+
+
+def test_an_edit_links_the_segments_it_keeps_and_writes_only_its_rows(vault: Vault) -> None:
+    before = _files(vault.layout)
+    old = vault.status()
+    edit(vault.root, 3, 1)
+    vault.index()
+    after = _files(vault.layout)
+    kept = {n for n in before if n in after and after[n].st_ino == before[n].st_ino}
+    assert kept == set(before), "a segment of the last generation was copied or dropped"
+    new = set(after) - set(before)
+    assert {n.split("-")[0] for n in new} == {"vectors", "sentences"}
+    for index in ("vectors", "sentences"):
+        first, added = read_list(getattr(vault.layout.live, index)).segments
+        assert first.dead and added.rows and not added.dead  # the old rows tombstoned
+    vectors = read_list(vault.layout.live.vectors).segments
+    assert (len(vectors[0].dead), vectors[1].rows) == (1, 1)  # note 3 is one chunk
+    status = vault.status()
+    assert (status["vectors"], status["chunks"]) == (old["vectors"], old["chunks"])
+    assert vault.manager().verify().ok
+
+
+def test_compaction_bounds_segments_and_dead_rows_and_leaves_readers_alone(
+    vault: Vault,
+) -> None:
+    held = Snapshot.open(vault.layout, vault.config)
+    query = normalize(held.vectors.segments[0].rows[0])[0]
+    seen = held.vectors.search(query, 10)
+    for version in range(1, 2 * MAX_SEGMENTS + 2):
+        edit(vault.root, version % 4, version)  # four notes, again and again: dead rows
+        vault.index()
+        for index in ("vectors", "sentences"):
+            listing = read_list(getattr(vault.layout.live, index))
+            assert len(listing.segments) <= MAX_SEGMENTS
+            for entry in listing.segments:
+                assert len(entry.dead) <= MAX_DEAD * entry.rows
+    assert held.vectors.search(query, 10) == seen  # the held generation is never written
+    held.close()
+    assert vault.manager().verify().ok
+    catalog = live_catalog(vault.index_dir)
+    want = sorted(catalog.chunk_ids())
+    catalog.close()
+    snap = Snapshot.open(vault.layout, vault.config)
+    assert sorted(snap.vectors.ids().tolist()) == want
+    snap.close()
+
+
+def _flat(ids: np.ndarray, rows: np.ndarray) -> faiss.Index:
+    index = faiss.IndexIDMap2(faiss.IndexFlatIP(rows.shape[1]))
+    index.add_with_ids(rows, ids)
+    return index
+
+
+def _as_flat(
+    flat: faiss.Index, query: np.ndarray, k: int, allowed: np.ndarray | None
+) -> list[tuple[int, float]]:
+    params = None
+    if allowed is not None:
+        params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(allowed))  # type: ignore[call-arg]
+    scores, ids = flat.search(normalize(query), k, params=params)
+    return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i != -1]
+
+
+def _segments(
+    rng: np.random.Generator, sizes: list[int], dead_share: float, dim: int = 16
+) -> tuple[list[Segment], np.ndarray, np.ndarray, np.ndarray]:
+    """Segments of random rows, many repeated (ties within and across segments), some
+    tombstoned; with the live ids and rows in position order, and the repeated rows."""
+    base = normalize(rng.standard_normal((8, dim), dtype=np.float32))
+    segments, live_ids, live_rows, next_id = [], [], [], 0
+    for n, size in enumerate(sizes):
+        rows = normalize(rng.standard_normal((size, dim), dtype=np.float32))
+        rows[rng.random(size) < 0.4] = base[rng.integers(0, 8)]
+        ids = np.arange(next_id, next_id + size, dtype=np.int64)
+        next_id += size
+        dead = tuple(int(i) for i in ids[rng.random(size) < dead_share])
+        segments.append(Segment(Entry(f"s{n}", size, dead, ("", "")), ids=ids, rows=rows))
+        keep = ~np.isin(ids, dead)
+        live_ids.append(ids[keep])
+        live_rows.append(rows[keep])
+    return segments, np.concatenate(live_ids), np.concatenate(live_rows), base
+
+
+@pytest.mark.parametrize("sizes", [[90], [40, 7, 25, 1, 12]], ids=["one", "five"])
+def test_segments_rank_as_one_flat_index_of_their_live_rows(sizes: list[int]) -> None:
+    """The same scores as FAISS's flat index over the live rows in order, with tombstones
+    and filters; the same ids, ties included, when there is one segment (a fresh build).
+    Across segments a tie for the last places may be broken otherwise: tied results
+    share a rank in fusion, so only that cut can differ."""
+    rng = np.random.default_rng(11)
+    segments, ids, rows, base = _segments(rng, sizes, dead_share=0.25)
+    reader = SegmentedVectors(rows.shape[1], segments)
+    flat = _flat(ids, rows)
+    assert len(reader) == flat.ntotal
+    for trial in range(60):
+        query = base[trial % 8] + 0.05 * rng.standard_normal(rows.shape[1], dtype=np.float32)
+        allowed = None if trial % 3 else rng.choice(sum(sizes), 30, replace=False)
+        for k in (1, 3, 10, 200):
+            got = reader.search(query, k, allowed)
+            want = _as_flat(flat, query, k, allowed)
+            assert [s for _, s in got] == [s for _, s in want]
+            if len(sizes) == 1:
+                assert got == want
+                continue
+            last = want[-1][1]
+            assert {i for i, s in got if s > last} == {i for i, s in want if s > last}
+            tied = {int(i) for i, s in _as_flat(flat, query, len(ids), allowed) if s == last}
+            assert {i for i, s in got if s == last} <= tied
+
+
+def test_a_built_index_ranks_as_flat_numpy_over_the_catalog_embeddings(vault: Vault) -> None:
+    """After edits (several segments, tombstones), semantic top-10 lists equal the ranking
+    by the cosine with each chunk's stored embedding, and the scores agree."""
+    for version in (1, 2, 3):
+        edit(vault.root, version * 5, version)
+        vault.index()
+    catalog = live_catalog(vault.index_dir)
+    ids = np.asarray(sorted(catalog.chunk_ids()), dtype=np.int64)
+    key = settings_of(vault.layout.live, vault.config).embedding_key
+    stored = normalize(catalog.vectors_by_ids(key, 384, ids.tolist()))
+    catalog.close()
+    assert len(read_list(vault.layout.live.vectors).segments) > 1
+    embedder = vault.orchestrator.embedder
+    snap = Snapshot.open(vault.layout, vault.config)
+    try:
+        for word in WORDS:
+            query = embedder.embed_query(f"notes about the {word}")
+            got = snap.vectors.search(query, 10)
+            cosines = stored @ normalize(query)[0]
+            assert [s for _, s in got] == pytest.approx(np.sort(cosines)[::-1][:10], abs=1e-6)
+            assert all(a[1] >= b[1] for a, b in itertools.pairwise(got))
+            want = {int(i) for i in ids[np.argsort(-cosines)[:10]]}
+            tenth = np.sort(cosines)[::-1][9]
+            unsure = {int(i) for i in ids[np.abs(cosines - tenth) < 1e-6]}
+            assert {i for i, _ in got} - unsure == want - unsure
+    finally:
+        snap.close()
+
+
+def test_sentence_segments_score_only_live_rows() -> None:
+    """A chunk whose id came back after a delete has its old rows tombstoned in an older
+    segment: only the new rows count."""
+    rng = np.random.default_rng(5)
+    old = normalize(rng.standard_normal((3, 8), dtype=np.float32))
+    new = normalize(rng.standard_normal((2, 8), dtype=np.float32))
+    query = old[0]
+    ids_old = np.array(
+        [7 << SENTENCE_BITS | 0, 7 << SENTENCE_BITS | 1, 7 << SENTENCE_BITS | 2], dtype=np.int64
+    )
+    ids_new = np.array([7 << SENTENCE_BITS | 0, 7 << SENTENCE_BITS | 1], dtype=np.int64)
+    dead = tuple(int(i) for i in ids_old)
+    reader = SentenceVectors(
+        8,
+        [
+            Segment(Entry("a", 3, dead, ("", "")), ids=ids_old, rows=old.astype(np.float16)),
+            Segment(Entry("b", 2, (), ("", "")), ids=ids_new, rows=new.astype(np.float16)),
+        ],
+    )
+    ((chunk, best),) = reader.best(query, [7])
+    assert chunk == 7 and best == pytest.approx(float(np.max(new @ query)), abs=2e-3)
+    assert len(reader) == 2
+
+
+def _mapped(folder: Path) -> set[str]:
+    maps = Path("/proc/self/maps").read_text()
+    return {Path(line.split()[-1]).name for line in maps.splitlines() if str(folder) in line}
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").is_file(), reason="needs /proc/self/maps")
+def test_status_and_keyword_search_map_no_vectors(vault: Vault) -> None:
+    folder = vault.layout.live.root / "segments"
+    assert vault.status()["vectors"] == 30
+    assert vault.search("glacier", mode="keyword")
+    assert _mapped(folder) == set()
+    assert vault.search("glacier", mode="semantic")
+    assert any(name.endswith(".rows.npy") for name in _mapped(folder))
