@@ -494,6 +494,15 @@ class Catalog:
             added.append(int(cur.lastrowid or 0))
         return removed, added
 
+    def _select_in(self, sql: str, values: Sequence[Any], *before: Any) -> Iterator[tuple]:
+        """``sql`` with its ``{marks}`` filled for batches of ``values`` (SQLite caps the
+        parameters of one statement), ``before`` bound ahead of each batch."""
+        for start in range(0, len(values), 500):
+            part = list(values[start : start + 500])
+            yield from self.db.execute(
+                sql.format(marks=",".join("?" * len(part))), (*before, *part)
+            )
+
     def chunk_ids(self) -> list[int]:
         return [r[0] for r in self.db.execute("SELECT id FROM chunks ORDER BY id")]
 
@@ -501,16 +510,8 @@ class Catalog:
         if ids is None:
             rows = self.db.execute(f"SELECT {self.chunk_cols} FROM chunks ORDER BY id")
             return [_chunk_row(r) for r in rows]
-        out: list[ChunkRow] = []
-        id_list = list(ids)
-        for start in range(0, len(id_list), 500):
-            part = id_list[start : start + 500]
-            marks = ",".join("?" * len(part))
-            rows = self.db.execute(
-                f"SELECT {self.chunk_cols} FROM chunks WHERE id IN ({marks})", part
-            )
-            out.extend(_chunk_row(r) for r in rows)
-        return out
+        sql = f"SELECT {self.chunk_cols} FROM chunks WHERE id IN ({{marks}})"
+        return [_chunk_row(r) for r in self._select_in(sql, list(ids))]
 
     def chunks_of(self, note_id: int) -> list[ChunkRow]:
         rows = self.db.execute(
@@ -583,40 +584,20 @@ class Catalog:
         return [LinkRow(r[0], r[1], r[2], bool(r[3]), *r[4:]) for r in rows]
 
     def notes_by_ids(self, ids: Iterable[int]) -> list[NoteRow]:
-        out: list[NoteRow] = []
-        id_list = sorted(ids)
-        for start in range(0, len(id_list), 500):
-            part = id_list[start : start + 500]
-            marks = ",".join("?" * len(part))
-            rows = self.db.execute(
-                f"SELECT {self.note_cols} FROM notes WHERE id IN ({marks})", part
-            )
-            out.extend(_note_row(r) for r in rows)
-        return out
+        sql = f"SELECT {self.note_cols} FROM notes WHERE id IN ({{marks}})"
+        return [_note_row(r) for r in self._select_in(sql, sorted(ids))]
 
     def links_of(self, note_ids: Iterable[int]) -> list[LinkRow]:
-        out: list[LinkRow] = []
-        id_list = sorted(note_ids)
-        for start in range(0, len(id_list), 500):
-            part = id_list[start : start + 500]
-            marks = ",".join("?" * len(part))
-            rows = self.db.execute(
-                "SELECT source_id, target, target_path, embed, heading, block, label, kind, line"
-                f" FROM links WHERE source_id IN ({marks}) ORDER BY source_id, line, rowid",
-                part,
-            )
-            out.extend(LinkRow(r[0], r[1], r[2], bool(r[3]), *r[4:]) for r in rows)
-        return out
+        sql = (
+            "SELECT source_id, target, target_path, embed, heading, block, label, kind, line"
+            " FROM links WHERE source_id IN ({marks}) ORDER BY source_id, line, rowid"
+        )
+        rows = self._select_in(sql, sorted(note_ids))
+        return [LinkRow(r[0], r[1], r[2], bool(r[3]), *r[4:]) for r in rows]
 
     def paths_present(self, paths: Iterable[str]) -> set[str]:
-        found: set[str] = set()
-        path_list = sorted(set(paths))
-        for start in range(0, len(path_list), 500):
-            part = path_list[start : start + 500]
-            marks = ",".join("?" * len(part))
-            rows = self.db.execute(f"SELECT path FROM notes WHERE path IN ({marks})", part)
-            found.update(r[0] for r in rows)
-        return found
+        sql = "SELECT path FROM notes WHERE path IN ({marks})"
+        return {r[0] for r in self._select_in(sql, sorted(set(paths)))}
 
     def note_names(self) -> list[tuple[int, str, str, list[str]]]:
         """(id, path, source, aliases) of every note: what a link resolver is built from."""
@@ -639,31 +620,12 @@ class Catalog:
 
     # --- embeddings -------------------------------------------------------------
     def cached_hashes(self, model: str, hashes: Iterable[str]) -> set[str]:
-        found: set[str] = set()
-        hs = list(set(hashes))
-        for start in range(0, len(hs), 500):
-            part = hs[start : start + 500]
-            marks = ",".join("?" * len(part))
-            rows = self.db.execute(
-                f"SELECT text_hash FROM embeddings WHERE model=? AND text_hash IN ({marks})",
-                (model, *part),
-            )
-            found.update(r[0] for r in rows)
-        return found
+        sql = "SELECT text_hash FROM embeddings WHERE model=? AND text_hash IN ({marks})"
+        return {r[0] for r in self._select_in(sql, list(set(hashes)), model)}
 
     def embedding_blobs(self, model: str, hashes: Iterable[str]) -> dict[str, bytes]:
-        found: dict[str, bytes] = {}
-        hs = list(set(hashes))
-        for start in range(0, len(hs), 500):
-            part = hs[start : start + 500]
-            marks = ",".join("?" * len(part))
-            rows = self.db.execute(
-                "SELECT text_hash, vector FROM embeddings"
-                f" WHERE model=? AND text_hash IN ({marks})",
-                (model, *part),
-            )
-            found.update((h, bytes(v)) for h, v in rows)
-        return found
+        sql = "SELECT text_hash, vector FROM embeddings WHERE model=? AND text_hash IN ({marks})"
+        return {h: bytes(v) for h, v in self._select_in(sql, list(set(hashes)), model)}
 
     def put_embedding_blobs(self, model: str, items: dict[str, bytes]) -> None:
         self.db.executemany(
@@ -717,16 +679,12 @@ class Catalog:
     def vectors_by_ids(self, model: str, dim: int, ids: Sequence[int]) -> np.ndarray:
         out = np.zeros((len(ids), dim), dtype=np.float32)
         pos = {cid: i for i, cid in enumerate(ids)}
-        for start in range(0, len(ids), 500):
-            part = list(ids[start : start + 500])
-            marks = ",".join("?" * len(part))
-            rows = self.db.execute(
-                "SELECT c.id, e.vector FROM chunks c JOIN embeddings e"
-                f" ON e.model=? AND e.text_hash=c.embed_hash WHERE c.id IN ({marks})",
-                (model, *part),
-            )
-            for cid, blob in rows:
-                out[pos[cid]] = np.frombuffer(blob, dtype=np.float32)
+        sql = (
+            "SELECT c.id, e.vector FROM chunks c JOIN embeddings e"
+            " ON e.model=? AND e.text_hash=c.embed_hash WHERE c.id IN ({marks})"
+        )
+        for cid, blob in self._select_in(sql, list(ids), model):
+            out[pos[cid]] = np.frombuffer(blob, dtype=np.float32)
         return out
 
     def sentence_vectors(
@@ -736,18 +694,14 @@ class Catalog:
         their stored text; a chunk with none gives its own vector as its one unit."""
         ids: list[int] = []
         hashes: list[str] = []
-        for start in range(0, len(chunk_ids), 500):
-            part = list(chunk_ids[start : start + 500])
-            marks = ",".join("?" * len(part))
-            rows = self.db.execute(
-                f"SELECT c.id, c.text, c.embed_hash, {self.column('kind')} FROM chunks c"
-                f" JOIN notes n ON n.id=c.note_id WHERE c.id IN ({marks}) ORDER BY c.id",
-                part,
-            )
-            for cid, text, embed_hash, kind in rows:
-                units = [text_hash(u) for u in unit_texts(text, kind)] or [embed_hash]
-                ids.extend(sentence_id(cid, k) for k in range(len(units)))
-                hashes.extend(units)
+        sql = (
+            f"SELECT c.id, c.text, c.embed_hash, {self.column('kind')} FROM chunks c"
+            " JOIN notes n ON n.id=c.note_id WHERE c.id IN ({marks}) ORDER BY c.id"
+        )
+        for cid, text, embed_hash, kind in self._select_in(sql, list(chunk_ids)):
+            units = [text_hash(u) for u in unit_texts(text, kind)] or [embed_hash]
+            ids.extend(sentence_id(cid, k) for k in range(len(units)))
+            hashes.extend(units)
         blobs = self.embedding_blobs(model, hashes)
         out = np.zeros((len(ids), dim), dtype=np.float32)
         for i, h in enumerate(hashes):
