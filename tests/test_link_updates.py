@@ -9,12 +9,16 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import write_files
 from vaultsearch import Vault
 from vaultsearch.indexing.linking import resolve_links
 from vaultsearch.store.catalog import Catalog
-from vaultsearch.store.graph import build_graph, graph_data, load_graph
+from vaultsearch.store.derived import graph as derived_graph
+from vaultsearch.store.graph import build_graph, graph_data, load_graph, read_delta
 from vaultsearch.store.layout import IndexLayout
+from vaultsearch.store.manifest import read_state
 from vaultsearch.store.writer import copy_catalog
 
 NAMES = ["Alpha", "Beta", "Gamma", "Delta", "Omega"]
@@ -88,22 +92,32 @@ def _step(rng: random.Random, root: Path, files: dict[str, str]) -> set[str]:
     return {path}
 
 
+@pytest.mark.parametrize("compact_min", [512, 3])
 def test_incremental_links_and_graph_equal_resolving_and_building_everything(
-    tmp_path: Path, embedder: object
+    tmp_path: Path, embedder: object, monkeypatch: pytest.MonkeyPatch, compact_min: int
 ) -> None:
+    """With a delta that grows for the whole series (512), and one folded into a new
+    base every few steps (3): the graph a reader loads is the one built whole, its
+    counts are the state file's, and a base no commit rewrote is a hard link."""
+    monkeypatch.setattr(derived_graph, "COMPACT_MIN", compact_min)
     rng = random.Random(23)
     root = tmp_path / "vault"
     files: dict[str, str] = {}
     for _ in range(8):
         _step(rng, root, files)
     index_dir = tmp_path / "index"
-    moved_elsewhere = 0
+    moved_elsewhere = compactions = 0
     with Vault.open(root, index_dir=index_dir) as vault:
         vault.index()
         before: dict[tuple[int, str, int], str | None] = {}
         for step in range(25):
             touched = _step(rng, root, files)
+            base = IndexLayout(index_dir).live.graph.stat()
             vault.index()
+            live = IndexLayout(index_dir).live
+            compactions += not read_delta(live.graph)[1]
+            if read_delta(live.graph)[1]:
+                assert live.graph.stat().st_ino == base.st_ino, step  # linked, not written
             catalog = Catalog(IndexLayout(index_dir).live.catalog, readonly=True)
             try:
                 stored = _stored(catalog)
@@ -112,9 +126,14 @@ def test_incremental_links_and_graph_equal_resolving_and_building_everything(
             finally:
                 catalog.close()
             assert stored == _resolved_from_scratch(index_dir, tmp_path / "scratch.sqlite"), step
-            assert graph_data(load_graph(IndexLayout(index_dir).live.graph)) == built, step
+            loaded = load_graph(live.graph)
+            assert graph_data(loaded) == built, step
+            state = read_state(live.root) or {}
+            assert state["links"] == loaded.number_of_edges(), step
+            assert state["unresolved_links"] == loaded.graph["unresolved_links"], step
             now = {(s, t, line): p for s, t, _, line, p in stored if path_of[s] not in touched}
             moved_elsewhere += sum(1 for k, p in now.items() if k in before and before[k] != p)
             before = {(s, t, line): p for s, t, _, line, p in stored}
     assert moved_elsewhere > 0, "no step moved a link of an unchanged note: nothing was tested"
+    assert (compactions > 2) == (compact_min == 3), compactions
     assert any(p is not None for *_, p in stored) and any(p is None for *_, p in stored)

@@ -372,6 +372,8 @@ class Vault:
         return bool(model) and model == self.embedder.model_id
 
     def close(self) -> None:
+        if self._manager is not None:
+            self._manager.close()
         if self._orchestrator is not None:
             self._orchestrator.close()
             self._orchestrator = None

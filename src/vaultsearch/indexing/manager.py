@@ -199,7 +199,7 @@ class IndexManager:
             default_cache_dir(config.embedding.cache_dir), config.embedding.cache_size_mb * MB
         )
         self._box: ParseBox | None = None
-        """The child process that parses the files of the run in progress."""
+        """The child process that parses files, kept from run to run (``close``)."""
         self._salvage: SalvagedEmbeddings | None = None
         self._from_cache = 0
 
@@ -434,8 +434,10 @@ class IndexManager:
         except (IndexCorruptError, RuntimeError, ValueError) as exc:
             summary.repaired.append(f"derived indexes: unreadable, rebuilt ({exc})")
             writer = GenerationWriter(generation, self._settings(), fresh=True, shared=True)
+            healthy = False
         try:
-            summary.repaired += writer.level()
+            if not healthy:  # reading every id of every index is what an edit must not cost
+                summary.repaired += writer.level()
             self._run_plan(writer, plan, summary, manifest)
         finally:
             writer.close()
@@ -568,7 +570,9 @@ class IndexManager:
         cancel stops between two model calls and commits the batches done."""
         self._reparse_moved_code(plan)
         self.progress.start(len(plan.changed) + len(plan.moved))
-        box = self._box = ParseBox(self.config.index)
+        if self._box is None or self._box.budget != self.config.index:
+            self.close()
+            self._box = ParseBox(self.config.index)
         try:
             batches = [
                 plan.changed[i : i + BATCH_FILES] for i in range(0, len(plan.changed), BATCH_FILES)
@@ -586,9 +590,15 @@ class IndexManager:
                 resolve_links(writer.catalog)
             writer.commit(manifest, summary.to_dict())
         finally:
-            box.close()
-            self._box = None
             self.progress.finish()
+
+    def close(self) -> None:
+        """Stop the parse child. A long-lived manager (``watch``, an MCP server) keeps it
+        between runs: starting a Python child per edit was most of a small update's
+        time on a loaded machine."""
+        box, self._box = self._box, None
+        if box is not None:
+            box.close()
 
     def _look(
         self,

@@ -49,7 +49,7 @@ class ParseBox:
         self._child: subprocess.Popen[bytes] | None = None
         self._unavailable = False
         self.started = 0
-        """Children started (one per run, plus one after each file that was over)."""
+        """Children started (one per manager, plus one after each file that was over)."""
 
     def parse(self, parser: Parser, path: str, text: str, data: bytes) -> ParsedNote:
         """The parsed note, or ``FileUnreadableError`` with the reason the file is skipped."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -85,3 +86,12 @@ def _read_umask() -> int:
 
 
 _UMASK = _read_umask()
+
+
+def link_or_copy(source: Path, target: Path) -> None:
+    """A hard link to a file no writer changes in place (temp file and rename), where the
+    file system allows one: a new generation shares it instead of copying it."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)

@@ -599,10 +599,24 @@ class Catalog:
         sql = "SELECT path FROM notes WHERE path IN ({marks})"
         return {r[0] for r in self._select_in(sql, sorted(set(paths)))}
 
+    def graph_counts(self) -> tuple[int, int]:
+        """(edges, unresolved links) of the graph ``store/graph.py`` builds from these
+        rows: distinct note-to-note links other than to itself, and links to no note."""
+        edges = self.db.execute(
+            "SELECT COUNT(*) FROM (SELECT DISTINCT l.source_id, l.target_path FROM links l"
+            " JOIN notes s ON s.id=l.source_id JOIN notes t ON t.path=l.target_path"
+            " WHERE l.target_path != s.path)"
+        ).fetchone()[0]
+        unresolved = self.db.execute(
+            "SELECT COUNT(*) FROM links l JOIN notes s ON s.id=l.source_id"
+            " LEFT JOIN notes t ON t.path=l.target_path WHERE t.id IS NULL"
+        ).fetchone()[0]
+        return int(edges), int(unresolved)
+
     def note_names(self) -> list[tuple[int, str, str, list[str]]]:
         """(id, path, source, aliases) of every note: what a link resolver is built from."""
         rows = self.db.execute(f"SELECT id, path, {self.column('source')}, aliases FROM notes")
-        return [(r[0], r[1], r[2], json.loads(r[3])) for r in rows]
+        return [(r[0], r[1], r[2], [] if r[3] == "[]" else json.loads(r[3])) for r in rows]
 
     def links(self) -> list[LinkRow]:
         rows = self.db.execute(

@@ -9,21 +9,31 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import networkx as nx
 
-from vaultsearch.store.atomic import atomic_write_json
+from vaultsearch.store.atomic import atomic_write_bytes
 from vaultsearch.store.catalog import LinkRow, NoteRow
+
+DELTA_NAME = "graph.delta.json"
+"""Beside ``graph.json``: the node records written since it, so an edit rewrites a
+file the size of what changed since the last compaction, not the whole graph."""
+
+Record = dict[str, Any] | None
+"""One note's node as a delta holds it: its attributes and outgoing edges, or None for
+a note that is gone."""
 
 
 def build_graph(notes: Iterable[NoteRow], links: Iterable[LinkRow]) -> nx.DiGraph:
-    """Pure construction from catalog rows: ``update_graph`` from an empty graph, so a
-    graph built whole and one updated in place cannot drift apart."""
+    """Pure construction from catalog rows: the records of every note applied to an
+    empty graph, the same code an update and a reader of a delta run."""
+    notes = list(notes)
+    paths = {n.path for n in notes}
     g = nx.DiGraph()
-    update_graph(g, (), notes, links)
+    apply_records(g, node_records(notes, links, paths.__contains__))
     return g
 
 
@@ -36,25 +46,16 @@ def graph_data(g: nx.DiGraph) -> dict[str, Any]:
     return data
 
 
-def update_graph(
-    g: nx.DiGraph,
-    gone: Iterable[str],
-    notes: Iterable[NoteRow],
-    links: Iterable[LinkRow],
-) -> None:
-    """Bring ``g`` level with the catalog after a change: ``gone`` are paths no note has
-    now, ``notes`` the notes whose node or outgoing links may have changed (new, edited,
-    moved, or whose links now resolve elsewhere) and ``links`` all their links. The
-    result equals ``build_graph`` over the whole catalog (``GraphPart.check`` compares)."""
-    g.remove_nodes_from([p for p in gone if p in g])
+def node_records(
+    notes: Iterable[NoteRow], links: Iterable[LinkRow], exists: Callable[[str], bool]
+) -> dict[str, Record]:
+    """The records of ``notes`` from all their ``links``; ``exists`` says whether a path
+    is a note of the vault once the change is in."""
     by_id: dict[int, str] = {}
-    changed = sorted(notes, key=lambda n: n.path)
-    for n in changed:
+    records: dict[str, dict[str, Any]] = {}
+    for n in sorted(notes, key=lambda n: n.path):
         by_id[n.id] = n.path
-        if n.path in g:
-            g.remove_edges_from(list(g.out_edges(n.path)))
-            g.nodes[n.path].clear()
-        g.add_node(n.path, title=n.title, tags=list(n.tags), aliases=list(n.aliases))
+        records[n.path] = {"title": n.title, "tags": list(n.tags), "aliases": list(n.aliases)}
     edges: Counter[tuple[str, str]] = Counter()
     embeds: Counter[tuple[str, str]] = Counter()
     unresolved: dict[str, Counter[str]] = {}
@@ -62,7 +63,7 @@ def update_graph(
         source = by_id.get(link.source_id)
         if source is None:
             continue
-        if link.target_path is None or link.target_path not in g:
+        if link.target_path is None or not exists(link.target_path):
             unresolved.setdefault(source, Counter())[link.target] += 1
             continue
         if link.target_path == source:
@@ -71,22 +72,74 @@ def update_graph(
         if link.embed:
             embeds[(source, link.target_path)] += 1
     for (a, b), count in sorted(edges.items()):
-        g.add_edge(a, b, count=count, embeds=embeds.get((a, b), 0))
-    for source, targets in sorted(unresolved.items()):
-        g.nodes[source]["unresolved"] = dict(sorted(targets.items()))
+        records[a].setdefault("out", []).append([b, count, embeds.get((a, b), 0)])
+    for source, targets in unresolved.items():
+        records[source]["unresolved"] = dict(sorted(targets.items()))
+    return dict(records)
+
+
+def apply_records(g: nx.DiGraph, records: dict[str, Record]) -> None:
+    """Bring ``g`` level with the catalog: every recorded note's node and outgoing edges
+    replaced (or the node removed), edges added once every node is in, as a target may
+    be a note recorded after its source."""
+    g.remove_nodes_from([p for p, r in records.items() if r is None and p in g])
+    kept = sorted(p for p, r in records.items() if r is not None)
+    for path in kept:
+        if path in g:
+            g.remove_edges_from(list(g.out_edges(path)))
+            g.nodes[path].clear()
+        r = records[path]
+        assert r is not None
+        attrs = {k: r[k] for k in ("title", "tags", "aliases")}
+        if "unresolved" in r:
+            attrs["unresolved"] = r["unresolved"]
+        g.add_node(path, **attrs)
+    for path in kept:
+        for target, count, embeds in records[path].get("out", ()):  # type: ignore[union-attr]
+            if target in g:
+                g.add_edge(path, target, count=count, embeds=embeds)
     g.graph["unresolved_links"] = sum(
         sum(attrs.get("unresolved", {}).values()) for _, attrs in g.nodes(data=True)
     )
 
 
+def delta_path(graph_path: Path) -> Path:
+    return graph_path.with_name(DELTA_NAME)
+
+
+def read_delta(graph_path: Path) -> tuple[dict[str, Any], dict[str, Record]]:
+    """(header, records) of the delta beside ``graph_path``; none when it has none (an
+    index from before deltas)."""
+    path = delta_path(graph_path)
+    if not path.is_file():
+        return {}, {}
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return dict(data.get("base", {})), dict(data.get("records", {}))
+
+
+def write_delta(graph_path: Path, base: dict[str, Any], records: dict[str, Record]) -> None:
+    _write_compact(delta_path(graph_path), {"base": base, "records": records})
+
+
 def save_graph(g: nx.DiGraph, path: Path) -> None:
-    atomic_write_json(path, graph_data(g))
+    """Compact, so the json module's C encoder writes it (an indented dump runs the pure
+    Python one: 1.3 s against 0.4 s for the 13,610 notes of a 45k-chunk index)."""
+    _write_compact(path, graph_data(g))
+
+
+def _write_compact(path: Path, value: Any) -> None:
+    text = json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def load_graph(path: Path) -> nx.DiGraph:
+    """The base graph with the delta beside it applied."""
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     g = nx.node_link_graph(data, directed=True, edges="edges")
     assert isinstance(g, nx.DiGraph)
+    _, records = read_delta(path)
+    if records:
+        apply_records(g, records)
     return g
 
 

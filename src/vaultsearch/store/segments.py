@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from vaultsearch.errors import IndexCorruptError
-from vaultsearch.store.atomic import atomic_write_bytes, atomic_write_json
+from vaultsearch.store.atomic import atomic_write_bytes, atomic_write_json, link_or_copy
 
 LIST_VERSION = 1
 SEGMENTS_FOLDER = "segments"
@@ -124,10 +124,7 @@ def link_segments(source_list: Path, target_list: Path) -> None:
         for src, dst in zip(entry.files(source), entry.files(target), strict=True):
             if dst.exists() or not src.is_file():
                 continue
-            try:
-                os.link(src, dst)
-            except OSError:
-                shutil.copyfile(src, dst)
+            link_or_copy(src, dst)
 
 
 class Segment:

@@ -1,7 +1,10 @@
-"""The wikilink graph as a derived index: an update changes the nodes and outgoing
-edges of the notes the run touched, and of the notes whose links now resolve elsewhere
-(``catalog.graph_sources``, filled by the link resolution); a new generation builds it
-whole. The file is still written whole (node-link JSON) on every commit."""
+"""The wikilink graph as a derived index: a base file (``graph.json``, node-link JSON)
+that generations share by hard link, and a delta beside it holding the records of the
+notes changed since (``store/graph.py``). An update records the notes the run touched
+and the notes whose links now resolve elsewhere (``catalog.graph_sources``, filled by
+the link resolution) without loading the graph; past a share of the base's notes the
+commit writes a new base from the catalog and an empty delta. A new generation builds
+the base whole."""
 
 from __future__ import annotations
 
@@ -12,9 +15,23 @@ import networkx as nx
 
 from vaultsearch.store.catalog import Catalog
 from vaultsearch.store.derived.base import Batch, DerivedSettings
-from vaultsearch.store.graph import build_graph, graph_data, load_graph, save_graph, update_graph
+from vaultsearch.store.graph import (
+    Record,
+    build_graph,
+    delta_path,
+    graph_data,
+    load_graph,
+    node_records,
+    read_delta,
+    save_graph,
+    write_delta,
+)
 from vaultsearch.store.layout import Generation
 from vaultsearch.store.manifest import file_crc32
+
+COMPACT_MIN = 512
+"""A delta of more records than this, and than a tenth of the base's notes, is folded
+into a new base."""
 
 
 class GraphPart:
@@ -22,15 +39,18 @@ class GraphPart:
 
     def __init__(self, generation: Generation, settings: DerivedSettings) -> None:
         self.path = generation.graph
-        self.graph: nx.DiGraph | None = None
+        self.fresh = True
+        self.base: dict[str, Any] = {}
+        self.delta: dict[str, Record] = {}
         self.touched: set[str] = set()
 
     def open(self, fresh: bool) -> None:
-        if fresh or not self.path.is_file():
-            self.graph = None
+        self.touched, self.base, self.delta = set(), {}, {}
+        self.fresh = fresh or not self.path.is_file()
+        if self.fresh:
             return
         try:
-            self.graph = load_graph(self.path)
+            self.base, self.delta = read_delta(self.path)
         except Exception as exc:
             raise ValueError(f"graph: unreadable ({type(exc).__name__})") from exc
 
@@ -44,42 +64,46 @@ class GraphPart:
 
     def commit(self, catalog: Catalog) -> dict[str, Any]:
         sources, catalog.graph_sources = catalog.graph_sources, set()
-        if self.graph is None:
-            graph = build_graph(catalog.notes(), catalog.links())
-        else:
-            graph = self.graph
-            present = catalog.paths_present(self.touched)
-            update_graph(
-                graph,
-                self.touched - present,
-                catalog.notes_by_ids(sources),
-                catalog.links_of(sources),
-            )
+        if not self.fresh:
+            notes = catalog.notes_by_ids(sources)
+            links = catalog.links_of(sources)
+            named = {link.target_path for link in links if link.target_path}
+            exists = catalog.paths_present(named) | {n.path for n in notes}
+            gone = self.touched - catalog.paths_present(self.touched)
+            self.delta.update({p: None for p in gone})
+            self.delta.update(node_records(notes, links, exists.__contains__))
         self.touched = set()
-        save_graph(graph, self.path)
+        if self.fresh or len(self.delta) > max(COMPACT_MIN, int(self.base.get("nodes", 0)) // 10):
+            graph = build_graph(catalog.notes(), catalog.links())
+            save_graph(graph, self.path)
+            self.base = {"nodes": graph.number_of_nodes(), "crc32": file_crc32(self.path)}
+            self.delta, self.fresh = {}, False
+        write_delta(self.path, self.base, self.delta)
+        edges, unresolved = catalog.graph_counts()
         return {
-            "graph_crc32": file_crc32(self.path),
-            "links": graph.number_of_edges(),
-            "unresolved_links": int(graph.graph.get("unresolved_links", 0)),
+            "graph_crc32": self.base.get("crc32"),
+            "graph_delta_crc32": file_crc32(delta_path(self.path)),
+            "links": edges,
+            "unresolved_links": unresolved,
         }
 
     def check(self, catalog: Catalog, recorded: dict[str, Any]) -> list[str]:
         try:
-            stored = json.loads(self.path.read_text(encoding="utf-8"))
-            load_graph(self.path)
+            stored = graph_data(load_graph(self.path))
         except Exception as exc:
             return [f"graph: unreadable ({type(exc).__name__}: {str(exc)[:120]})"]
         built = graph_data(build_graph(catalog.notes(), catalog.links()))
-        if stored != json.loads(json.dumps(built, ensure_ascii=False)):
+        if json.loads(json.dumps(stored)) != json.loads(json.dumps(built, ensure_ascii=False)):
             return ["graph: differs from the notes and links in the catalog"]
         return []
 
     def damage(self, state: dict[str, Any]) -> str | None:
         if not self.path.is_file():
             return "graph.json is missing" if state.get("links") else None
-        crc = state.get("graph_crc32")
-        if crc is not None and crc != file_crc32(self.path):
-            return "graph.json differs from the checksum the writer recorded"
+        for path, key in ((self.path, "graph_crc32"), (delta_path(self.path), "graph_delta_crc32")):
+            crc = state.get(key)
+            if crc is not None and crc != file_crc32(path):
+                return f"{path.name} differs from the checksum the writer recorded"
         return None
 
     def reader(self) -> Any:
