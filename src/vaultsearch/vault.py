@@ -19,6 +19,7 @@ from vaultsearch.errors import (
     VaultNotFoundError,
 )
 from vaultsearch.sourceconfig import VAULT_SOURCE, SourceConfig
+from vaultsearch.store.counts import index_counts
 from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.manifest import SPEC_VERSION, read_manifest, read_state
 from vaultsearch.validtext import valid_strings, valid_text
@@ -273,8 +274,10 @@ class Vault:
             )
 
     def status(self) -> dict[str, Any]:
-        """Counts from the generation readers search, as they will search it: the
-        state file records what a writer meant, the snapshot what is there."""
+        """The index as readers search it: ``IndexCounts`` (notes, chunks, sentences,
+        links, broken links: the numbers every surface shows) from the snapshot's
+        catalog, and beside them the derived indexes' own sizes (vectors, keyword
+        documents, graph edges), which ``check`` compares with those."""
         self.require_index()
         snap = self.orchestrator.snapshot()
         generation = snap.generation
@@ -282,17 +285,15 @@ class Vault:
         manifest = read_manifest(generation.root) or {}
         failed = {p: r for p, (r, _, _) in snap.catalog.failures().items()}
         embedding = manifest.get("embedding", {})
+        counts = index_counts(snap.catalog, state)
         return {
             "vault": str(self.root),
             "index_dir": str(self.index_dir),
-            "notes": len(snap.notes),
-            "chunks": len(snap.note_of_chunk),
+            **counts.to_dict(),
+            "counts_line": counts.line(),
             "vectors": len(snap.vectors),
-            "sentences": len(snap.sentences),
             "keyword_docs": len(snap.keywords),
-            "links": snap.catalog.count("links"),
             "graph_edges": snap.graph.number_of_edges(),
-            "unresolved_links": int(snap.graph.graph.get("unresolved_links", 0)),
             "failed": failed,
             "model": embedding.get("model"),
             "dimension": embedding.get("dimension"),

@@ -31,8 +31,8 @@ from vaultsearch.vault import Vault, write_error
 
 POLL_SECONDS = 0.25
 MAX_FAILED_SHOWN = 20
-STATUS_KEYS = ("notes", "chunks", "links", "unresolved_links", "model", "spec_version",
-               "last_indexed", "size_on_disk")  # fmt: skip
+STATUS_KEYS = ("notes", "chunks", "sentences", "links", "resolved_links", "broken_links",
+               "model", "spec_version", "last_indexed", "size_on_disk")  # fmt: skip
 
 DESCRIPTIONS = {
     "reindex": """Update the index from the files now: all, or one path (file or folder); full=true
@@ -40,8 +40,9 @@ re-parses everything. Rarely needed: the vault is watched. With a progress token
 and reports progress.""",
     "cancel_index": """Stop the index run in progress after its current model call. What is done
 stays searchable; the rest is indexed by the next run.""",
-    "index_status": """Index counts, model, last update, failed files, the run in progress (percent,
-files and chunks, current file), pending changes and the last error.""",
+    "index_status": """Index counts (notes, chunks, sentences, links, broken links), model, last
+update, failed files, the run in progress (percent, files, texts embedded, current file), pending
+changes and the last error.""",
     "reload_config": """Read the config file again: search settings apply at once; says which
 changes need a rebuild or a restart. A bad file is refused and the running config kept.""",
 }
@@ -58,7 +59,7 @@ def progress_line(snap: RunSnapshot) -> str:
         return "no index run since the server started"
     line = (
         f"{snap.kind} {snap.state}: {d['percent']:.0f}%, {d['files_done']}/{d['files_total']} "
-        f"files, {d['chunks_done']}/{d['chunks_total']} chunks"
+        f"files, {d['chunks_done']}/{d['chunks_total']} texts embedded"
     )
     if snap.current_file:
         line += f", now {snap.current_file}"
@@ -183,7 +184,7 @@ class ControlTools:
             "last_error": last_error,
         }
         head = (
-            f"{st['notes']} notes, {st['chunks']} chunks; model {st.get('model')}; "
+            f"index: {st['counts_line']}; model {st.get('model')}; "
             f"last indexed {st.get('last_indexed')}"
             if st
             else f"no index yet for {self.vault.root}"

@@ -41,6 +41,7 @@ from vaultsearch.server.activity import Activity, ActivityLog, follow_runs
 from vaultsearch.server.chatanswer import AnswerEndpointError, chat_answer
 from vaultsearch.server.openapi import openapi_spec
 from vaultsearch.sourceread import indexed_text
+from vaultsearch.store.counts import IndexCounts
 from vaultsearch.store.manifest import SPEC_VERSION, read_manifest
 from vaultsearch.vault import Vault
 
@@ -159,9 +160,8 @@ def status(ctx: ControlContext) -> dict[str, Any]:
     try:
         st = vault.status()
     except IndexMissingError:
-        st = {"notes": 0, "chunks": 0}
-    out["notes"] = st["notes"]
-    out["chunks"] = st["chunks"]
+        st = IndexCounts().to_dict()
+    out |= {k: st[k] for k in IndexCounts().to_dict()}
     if st.get("last_indexed"):
         out["last_indexed"] = st["last_indexed"]
     out["model"] = st.get("model") or model_id(vault.config.embedding.model)
