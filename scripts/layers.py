@@ -67,7 +67,7 @@ LAYER_OF: dict[str, str] = {
     "vaultsearch.reload": "application",
     "vaultsearch.evaluation": "application",
     "vaultsearch.beir": "application",
-    "vaultsearch.counts": "application",
+    "vaultsearch.freshness": "application",
     # clients: the front doors
     "vaultsearch.cli": "clients",
     "vaultsearch.cli_sources": "clients",
