@@ -73,6 +73,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         full=args.full,
         progress=default_progress(quiet=args.quiet or args.json),
         source=args.source,
+        reason="asked on the command line",
     )
     if args.json:
         _print_json(summary.to_dict())

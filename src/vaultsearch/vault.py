@@ -141,7 +141,11 @@ class Vault:
             apply()
 
     def index(
-        self, full: bool = False, progress: Progress | None = None, source: str | None = None
+        self,
+        full: bool = False,
+        progress: Progress | None = None,
+        source: str | None = None,
+        reason: str | None = None,
     ) -> IndexSummary:
         """Bring the index up to date with the vault and its sources (or with one
         ``source``; ``vault`` is the vault's own notes); returns what changed."""
@@ -152,7 +156,7 @@ class Vault:
             )
         if source is not None and source != VAULT_SOURCE:
             self._known_source(source)
-        summary = self.manager().update(full=full, progress=progress, source=source)
+        summary = self.manager().update(full=full, progress=progress, source=source, reason=reason)
         if self._orchestrator is not None:
             self._orchestrator.refresh()
         return summary

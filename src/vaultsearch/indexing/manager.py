@@ -36,6 +36,7 @@ from vaultsearch.indexing.chunker import chunk_capped
 from vaultsearch.indexing.linking import resolve_links
 from vaultsearch.indexing.parsebox import ParseBox
 from vaultsearch.indexing.progress import Progress, SilentProgress, show_counts, working_on
+from vaultsearch.indexing.runrecord import RecordedProgress
 from vaultsearch.indexing.scan import FileInfo, IgnoreRules, scan_paths
 from vaultsearch.indexing.sources import SourceScan, SourceSet, now_iso
 from vaultsearch.models import Chunk, ParsedNote
@@ -336,20 +337,32 @@ class IndexManager:
         progress: Progress | None = None,
         paths: Collection[str] | None = None,
         source: str | None = None,
+        reason: str | None = None,
     ) -> IndexSummary:
         """``paths`` (vault-relative files or folders, e.g. from the watcher) limits the
         look for changes to them; a move is recognised when both of its sides are given.
         ``source`` limits it to one source (``vault`` for the vault's own notes); a name
-        no longer configured removes what the index holds of it."""
+        no longer configured removes what the index holds of it. ``reason`` (who asked,
+        or what changed) is recorded with the run for every process to see."""
         if progress is not None:
             self.progress = progress
         fix = "wait for it to finish, or stop the other 'vaultsearch index/watch/mcp'"
         with self._writing(fix):
-            summary = self._update(full, paths, source)
-            self._record_sources(summary)
-            summary.counts = current_counts(self.layout)
-            if summary.counts is not None:
-                show_counts(self.progress, summary.counts)
+            display = self.progress
+            kind = "rebuild" if full else "update"
+            recorded = self.progress = RecordedProgress(display, self.layout.root, kind, reason)
+            try:
+                summary = self._update(full, paths, source)
+                self._record_sources(summary)
+                summary.counts = current_counts(self.layout)
+                if summary.counts is not None:
+                    show_counts(self.progress, summary.counts)
+            except BaseException as exc:
+                recorded.end(None, str(exc) or type(exc).__name__)
+                raise
+            finally:
+                self.progress = display
+            recorded.end(summary)
             return summary
 
     def repair(self) -> IndexSummary:

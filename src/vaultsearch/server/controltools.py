@@ -23,7 +23,7 @@ from vaultsearch.browse import confine
 from vaultsearch.errors import IndexMissingError
 from vaultsearch.indexing.live import LiveIndex
 from vaultsearch.indexing.overview import file_counts
-from vaultsearch.indexing.runner import RunSnapshot
+from vaultsearch.indexing.runner import RunSnapshot, shown_run
 from vaultsearch.reload import reload_config
 from vaultsearch.server.activity import ActivityLog
 from vaultsearch.server.tools import agent_errors
@@ -53,18 +53,27 @@ def answer(data: dict[str, Any], text: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=clean)
 
 
-def progress_line(snap: RunSnapshot) -> str:
-    d = snap.to_dict()
-    if snap.state == "idle":
-        return "no index run since the server started"
+def progress_line(snap: RunSnapshot | dict[str, Any]) -> str:
+    """One line for a run: a snapshot of this process's, or one recorded in the index
+    folder by any process (``shown_run``), with who ran it and why."""
+    d = snap.to_dict() if isinstance(snap, RunSnapshot) else snap
+    if d["state"] == "idle":
+        return "no index run recorded"
     line = (
-        f"{snap.kind} {snap.state}: {d['percent']:.0f}%, {d['files_done']}/{d['files_total']} "
-        f"files, {d['chunks_done']}/{d['chunks_total']} texts embedded"
+        f"{d.get('kind')} {d['state']}: {d['percent']:.0f}%, "
+        f"{d.get('files_done', 0)}/{d.get('files_total', 0)} files, "
+        f"{d.get('chunks_done', 0)}/{d.get('chunks_total', 0)} texts embedded"
     )
-    if snap.current_file:
-        line += f", now {snap.current_file}"
-    if snap.error:
-        line += f"; error: {snap.error}"
+    if d.get("by"):
+        line += f" (by {d['by']}, pid {d.get('pid')}" + (
+            f": {d['reason']})" if d.get("reason") else ")"
+        )
+    if d.get("current_file"):
+        line += f", now {d['current_file']}"
+    if d.get("error"):
+        line += f"; error: {d['error']}"
+    if d.get("note"):
+        line += f"; {d['note']}"
     return line
 
 
@@ -159,6 +168,7 @@ class ControlTools:
         # the run's state first: once it says done or cancelled, what is read next
         # already sees the generation that run published
         snap = self.runner.snapshot()
+        run = shown_run(self.runner)
         with agent_errors():
             try:
                 st: dict[str, Any] = self.vault.status()
@@ -175,7 +185,7 @@ class ControlTools:
             "files": counts.to_dict(),
             "pending_changes": counts.pending,
             "failed": [{"path": p, "reason": r} for p, r in failed[:MAX_FAILED_SHOWN]],
-            "progress": snap.to_dict(),
+            "progress": run,
             "role": live.role,
             "indexing": live.indexing,
             "runs": live.runs,
@@ -193,7 +203,7 @@ class ControlTools:
             head,
             f"files: {counts.total} total, {counts.indexed} indexed, {counts.pending} pending "
             f"changes, {len(failed)} failed",
-            progress_line(snap),
+            progress_line(run),
             f"role {live.role}, {'watching' if data['watching'] else 'not watching'} for changes",
         ]
         if last_error:

@@ -105,6 +105,8 @@ function renderProgress(p) {
   if (p.chunks_total !== undefined) {
     parts.push(`texts embedded ${p.chunks_done || 0}/${p.chunks_total}`);
   }
+  if (p.by) parts.push(`by ${p.by}` + (p.reason ? ` (${p.reason})` : ""));
+  if (p.note) parts.push(p.note);
   $("progress-text").textContent = parts.join(" · ");
   $("current-file").textContent = p.current_file || "";
   renderState();
@@ -130,6 +132,7 @@ function renderStatus(s) {
     $("count-" + key.replace("_", "-")).textContent = s[key] ?? "–";
   }
   $("last-indexed").textContent = s.last_indexed || "never";
+  $("reasons").replaceChildren(...(s.reasons || []).map((r) => el("li", r)));
   $("model").textContent = s.model || "–";
   const failed = $("failed");
   failed.replaceChildren(
