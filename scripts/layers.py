@@ -8,7 +8,8 @@ paper), imports inside a function as well (a lazy import is still an import). Th
 way past the contract is ``EXCEPTIONS``: one line per import, each with its reason.
 
 Run: ``python scripts/layers.py [SRC]`` (``SRC`` defaults to this repository's
-``src``); exit 0 when the contract holds, 1 with one line per broken import.
+``src``); exit 0 when the contract holds, 1 with one line per broken import;
+``--map`` prints every module's layer instead.
 """
 
 from __future__ import annotations
@@ -190,8 +191,22 @@ def check(src: Path) -> list[str]:
     return problems
 
 
+def layer_map(src: Path) -> dict[str, list[str]]:
+    """layer -> its modules, bottom first (``--map``)."""
+    out: dict[str, list[str]] = {layer: [] for tier in TIERS for layer in tier}
+    for file in sorted((src / PACKAGE).rglob("*.py")):
+        module = module_name(src, file)
+        out.setdefault(layer_of(module) or "(none)", []).append(module)
+    return out
+
+
 def main(argv: list[str]) -> int:
-    src = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parent.parent / "src"
+    args = [a for a in argv[1:] if a != "--map"]
+    src = Path(args[0]) if args else Path(__file__).resolve().parent.parent / "src"
+    if "--map" in argv:
+        for layer, modules in layer_map(src).items():
+            print(f"{layer}: {', '.join(m.removeprefix(PACKAGE + '.') for m in modules)}")
+        return 0
     problems = check(src)
     for p in problems:
         print(p)

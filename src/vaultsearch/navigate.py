@@ -94,7 +94,9 @@ def links(
     data = {**base, "items": shown, "total": len(items)}
     if kind == "broken":  # every written occurrence, as status counts them (store/counts.py)
         data["broken_links"] = sum(int(x["count"]) for x in items)
-        head = f"{data['broken_links']} broken links in {head}"
+        head = f"{data['broken_links']} broken links in {len(items)} note -> target pairs"
+        if len(shown) < len(items):
+            head += f"; showing {len(shown)} (raise limit for more)"
     head += f" for {rel}" if rel else ""
     return answer(data, [f"{head}:" if rows else head, *rows])
 
