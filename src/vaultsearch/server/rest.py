@@ -148,12 +148,17 @@ def status(ctx: ControlContext) -> dict[str, Any]:
     reloaded = ctx.config.follow() if ctx.config is not None else None
     if reloaded is not None:
         ctx.activity.add("config_reload", reloaded.message())
-    snap = ctx.runner.snapshot()  # first: a finished run's generation is then seen below
+    # the run first (this process's, or another's from the index folder): a finished
+    # run's generation is then seen below
+    run = shown_run(ctx.runner)
     counts = file_counts(vault.manager())
     out: dict[str, Any] = {"vault": str(vault.root), "reasons": []}
-    if snap.state == "running":
+    if run["state"] == "running":
         state = "updating"
-    elif snap.state == "cancelling":
+        if run.get("by"):
+            why = run.get("reason") or run.get("kind")
+            out["reasons"] = [f"{run['by']} (pid {run.get('pid')}) is indexing: {why}"]
+    elif run["state"] == "cancelling":
         state = "cancelling"
     elif vault.layout.current() is None:
         state = "no_index"
