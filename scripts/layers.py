@@ -42,6 +42,7 @@ LAYER_OF: dict[str, str] = {
     "vaultsearch.sourceconfig": "base",
     "vaultsearch.gitvalues": "base",
     "vaultsearch.validtext": "base",
+    "vaultsearch.vaultpaths": "base",
     "vaultsearch.listeners": "base",
     "vaultsearch._limits": "base",
     "vaultsearch._memory": "base",
@@ -90,10 +91,6 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("vaultsearch.config", "vaultsearch.parsers"): (
         "the [parsers] defaults and the glob check come from the parser registry; moving "
         "DEFAULT_PARSER_MAP below config is issue 24 item 5 ('config at the bottom')"
-    ),
-    ("vaultsearch.writes.guard", "vaultsearch.browse"): (
-        "confine() is a pure path rule that lives in browse.py; it belongs below both "
-        "and moves there when the read-side services get their own package"
     ),
     ("vaultsearch.store.catalog", "vaultsearch.indexing.links"): (
         "the catalog stores a link's resolution keys; link_key/note_keys belong in store "
