@@ -91,7 +91,7 @@ Vault: `{source.name}` ({files} note files).
 | one note renamed | {renamed.seconds:.2f} | {renamed.chunks_embedded} | {renamed.moved} moved |
 
 Index: {status["notes"]} notes, {status["chunks"]} chunks, {status["links"]} links
-({status["unresolved_links"]} unresolved), {status["size_on_disk"] / 1e6:.1f} MB on disk
+({status["broken_links"]} broken), {status["size_on_disk"] / 1e6:.1f} MB on disk
 ({plain_size / 1e6:.1f} MB without sentence vectors).
 Failed files:{failed}
 """

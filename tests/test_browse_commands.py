@@ -88,7 +88,7 @@ def test_get_reads_ranges_and_says_what_failed(shared: list[str], run: Run) -> N
 def test_links_in_text_and_json(shared: list[str], run: Run) -> None:
     done = spawn(shared, "links", "broken")
     assert done.returncode == 0 and done.stdout.splitlines() == [
-        "3 broken links:",
+        "3 broken links in 3 note -> target pairs:",
         "Inbox.md -> [[Someday]]",
         "garden/Composting.md -> [[Missing Note]]",
         "work/Meetings.md -> [[Nowhere]]",

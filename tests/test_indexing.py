@@ -61,7 +61,7 @@ def test_first_index_then_nothing_to_do(vault: Vault) -> None:
     status = vault.status()
     assert status["notes"] == len(NOTES)
     assert status["chunks"] == status["vectors"] == status["keyword_docs"] == first.chunks_written
-    assert status["unresolved_links"] == 1
+    assert status["broken_links"] == 1
     assert vault.manager().verify().ok
 
     second = vault.index()
@@ -247,7 +247,7 @@ def test_dendron_label_first_links_become_edges(write_vault: WriteVault, embedde
         "dendron.topic.publish.md",
         "dendron.topic.other.md",
     }
-    assert v.status()["unresolved_links"] == 0
+    assert v.status()["broken_links"] == 0
 
 
 class _Recorder:

@@ -12,7 +12,6 @@ import base64
 import binascii
 import difflib
 import json
-import os
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -24,7 +23,6 @@ import networkx as nx
 
 from vaultsearch.errors import (
     IndexMissingError,
-    PathOutsideVaultError,
     QueryError,
     VaultsearchError,
 )
@@ -32,6 +30,7 @@ from vaultsearch.indexing.changes import read_regular
 from vaultsearch.models import Heading, ParsedNote
 from vaultsearch.parsers import ParserRegistry, is_binary
 from vaultsearch.search.filters import NoteMeta, folder_matches, tag_matches
+from vaultsearch.vaultpaths import confine
 
 if TYPE_CHECKING:
     from vaultsearch.search.snapshot import Snapshot
@@ -117,33 +116,6 @@ class Related:
     nearby: tuple[Linked, ...] = ()
     """Notes 2..depth link hops away in either direction (depth 1 leaves it empty)."""
     similar: tuple[Linked, ...] = ()
-
-
-# --- paths ------------------------------------------------------------------------
-def confine(root: Path, path: str) -> tuple[str, Path]:
-    """(vault-relative POSIX path, real path) for ``path``, judged by where it really
-    leads: ``..``, absolute paths and symlinks are fine while they stay in the vault."""
-    raw = path.strip().replace("\\", "/")
-    if not raw:
-        raise QueryError("The path is empty; pass a vault-relative path such as 'folder/Note.md'.")
-    if "\0" in raw:
-        raise QueryError(f"The path {path!r} contains a NUL character, which no file name can.")
-    root = root.resolve()
-    candidate = Path(raw) if Path(raw).is_absolute() else root / raw
-    lexical = Path(os.path.normpath(candidate))
-    try:
-        real = candidate.resolve()
-        real.relative_to(root)
-    except (ValueError, OSError, RuntimeError):
-        raise PathOutsideVaultError(
-            f"The path {path!r} leads outside the vault {root}; only notes inside it can be read.",
-            fix="pass a vault-relative path such as 'folder/Note.md', as search returns them",
-        ) from None
-    try:
-        rel = lexical.relative_to(root).as_posix()
-    except ValueError:  # the root itself sits behind a symlink: name the note by its real place
-        rel = real.relative_to(root).as_posix()
-    return rel, real
 
 
 # --- lines --------------------------------------------------------------------------

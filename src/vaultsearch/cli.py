@@ -73,6 +73,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         full=args.full,
         progress=default_progress(quiet=args.quiet or args.json),
         source=args.source,
+        reason="asked on the command line",
     )
     if args.json:
         _print_json(summary.to_dict())
@@ -86,6 +87,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         f"(and {d['sentences_embedded']} sentences), "
         f"{d['seconds']:.2f} s ({d['chunks_per_second']} chunks/s)"
     )
+    if summary.counts is not None:
+        print(f"  index: {summary.counts.line()}")
     for reason in d["rebuild_reasons"]:
         print(f"  rebuild: {reason}")
     for line in d["repaired"]:
@@ -109,12 +112,14 @@ def cmd_status(args: argparse.Namespace) -> int:
     table = Table(show_header=False, box=None, pad_edge=False)
     for key in (
         "vault", "index_dir", "notes", "chunks", "vectors", "sentences", "keyword_docs", "links",
-        "unresolved_links", "model", "dimension", "spec_version", "last_indexed", "config",
+        "resolved_links", "broken_links", "model", "dimension", "spec_version", "last_indexed",
+        "config",
     ):  # fmt: skip
         table.add_row(key.replace("_", " "), str(status[key]))
     table.add_row("size on disk", _human_size(status["size_on_disk"]))
     table.add_row("failed", str(len(status["failed"])))
     console = Console()
+    console.print(f"index: {status['counts_line']}", highlight=False)
     console.print(table)
     for path, reason in status["failed"].items():
         console.print(f"  [red]failed[/red] {path}: {reason}", markup=True, highlight=False)

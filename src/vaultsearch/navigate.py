@@ -76,7 +76,7 @@ def links(
     if kind == "broken":
         found = broken_links(g, rel)
         items = [{"path": b.path, "target": b.target, "count": b.count} for b in found]
-        label = "broken links"
+        label = "note -> target pairs"
         row = "{path} -> [[{target}]]" + "{count_note}"
     elif kind == "most_linked":
         items = [{"path": p, "title": note_title(g, p), "backlinks": n} for p, n in most_linked(g)]
@@ -92,6 +92,11 @@ def links(
         for x in shown
     ]
     data = {**base, "items": shown, "total": len(items)}
+    if kind == "broken":  # every written occurrence, as status counts them (store/counts.py)
+        data["broken_links"] = sum(int(x["count"]) for x in items)
+        head = f"{data['broken_links']} broken links in {len(items)} note -> target pairs"
+        if len(shown) < len(items):
+            head += f"; showing {len(shown)} (raise limit for more)"
     head += f" for {rel}" if rel else ""
     return answer(data, [f"{head}:" if rows else head, *rows])
 

@@ -106,6 +106,34 @@ def config_path(vault_root: Path, running: Config) -> Path | None:
     return find_config_path(None, vault_root)
 
 
+def _stamp(path: Path | None) -> tuple[int, int] | None:
+    try:
+        st = path.stat() if path is not None else None
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size) if st is not None else None
+
+
+class ConfigFollower:
+    """Reads the config file again when it changed on disk, so a long-lived process
+    (the Index Manager page) sees an edit without a restart and says what it means for
+    the index, as ``index --check`` does in a fresh process."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        self.stamp = _stamp(config_path(vault.root, vault.config))
+
+    def follow(self) -> ConfigReload | None:
+        """The reload when the file changed since the last look, else None."""
+        stamp = _stamp(config_path(self.vault.root, self.vault.config))
+        if stamp == self.stamp:
+            return None
+        result = reload_config(self.vault)
+        if result.error is None:
+            self.stamp = stamp
+        return result
+
+
 def reload_config(vault: Vault) -> ConfigReload:
     """Read the vault's config file again and apply what a running server can."""
     old = vault.config

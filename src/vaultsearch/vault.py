@@ -19,6 +19,7 @@ from vaultsearch.errors import (
     VaultNotFoundError,
 )
 from vaultsearch.sourceconfig import VAULT_SOURCE, SourceConfig
+from vaultsearch.store.counts import index_counts
 from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.manifest import SPEC_VERSION, read_manifest, read_state
 from vaultsearch.validtext import valid_strings, valid_text
@@ -140,7 +141,11 @@ class Vault:
             apply()
 
     def index(
-        self, full: bool = False, progress: Progress | None = None, source: str | None = None
+        self,
+        full: bool = False,
+        progress: Progress | None = None,
+        source: str | None = None,
+        reason: str | None = None,
     ) -> IndexSummary:
         """Bring the index up to date with the vault and its sources (or with one
         ``source``; ``vault`` is the vault's own notes); returns what changed."""
@@ -151,7 +156,7 @@ class Vault:
             )
         if source is not None and source != VAULT_SOURCE:
             self._known_source(source)
-        summary = self.manager().update(full=full, progress=progress, source=source)
+        summary = self.manager().update(full=full, progress=progress, source=source, reason=reason)
         if self._orchestrator is not None:
             self._orchestrator.refresh()
         return summary
@@ -273,8 +278,10 @@ class Vault:
             )
 
     def status(self) -> dict[str, Any]:
-        """Counts from the generation readers search, as they will search it: the
-        state file records what a writer meant, the snapshot what is there."""
+        """The index as readers search it: ``IndexCounts`` (notes, chunks, sentences,
+        links, broken links: the numbers every surface shows) from the snapshot's
+        catalog, and beside them the derived indexes' own sizes (vectors, keyword
+        documents, graph edges), which ``check`` compares with those."""
         self.require_index()
         snap = self.orchestrator.snapshot()
         generation = snap.generation
@@ -282,17 +289,15 @@ class Vault:
         manifest = read_manifest(generation.root) or {}
         failed = {p: r for p, (r, _, _) in snap.catalog.failures().items()}
         embedding = manifest.get("embedding", {})
+        counts = index_counts(snap.catalog, state)
         return {
             "vault": str(self.root),
             "index_dir": str(self.index_dir),
-            "notes": len(snap.notes),
-            "chunks": len(snap.note_of_chunk),
+            **counts.to_dict(),
+            "counts_line": counts.line(),
             "vectors": len(snap.vectors),
-            "sentences": len(snap.sentences),
             "keyword_docs": len(snap.keywords),
-            "links": snap.catalog.count("links"),
             "graph_edges": snap.graph.number_of_edges(),
-            "unresolved_links": int(snap.graph.graph.get("unresolved_links", 0)),
             "failed": failed,
             "model": embedding.get("model"),
             "dimension": embedding.get("dimension"),

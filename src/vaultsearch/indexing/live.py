@@ -160,7 +160,17 @@ class LiveIndex:
 
     def _index_once(self, full: bool, scope: set[str] | None) -> None:
         try:
-            summary = self.vault.runner().run("rebuild" if full else "update", paths=scope)
+            if self.state.runs == 0:
+                reason = "start-up update"
+            elif full:
+                reason = "rebuild requested"
+            elif scope is not None:
+                reason = f"{len(scope)} changed path{'s' if len(scope) != 1 else ''}"
+            else:
+                reason = "update requested"
+            summary = self.vault.runner().run(
+                "rebuild" if full else "update", paths=scope, reason=reason
+            )
             self.state.last_summary = summary.to_dict()
             self.state.last_error = None
             self._retry_at = None

@@ -35,7 +35,8 @@ from vaultsearch.indexing.changes import ChangePlan, FileText, describe_plan, pl
 from vaultsearch.indexing.chunker import chunk_capped
 from vaultsearch.indexing.linking import resolve_links
 from vaultsearch.indexing.parsebox import ParseBox
-from vaultsearch.indexing.progress import Progress, SilentProgress, working_on
+from vaultsearch.indexing.progress import Progress, SilentProgress, show_counts, working_on
+from vaultsearch.indexing.runrecord import RecordedProgress
 from vaultsearch.indexing.scan import FileInfo, IgnoreRules, scan_paths
 from vaultsearch.indexing.sources import SourceScan, SourceSet, now_iso
 from vaultsearch.models import Chunk, ParsedNote
@@ -44,6 +45,7 @@ from vaultsearch.parsers.sentences import unit_texts
 from vaultsearch.sourceconfig import VAULT_SOURCE
 from vaultsearch.store.atomic import atomic_write_json, temp_target
 from vaultsearch.store.catalog import Catalog, checkpoint, open_catalog_for_reading
+from vaultsearch.store.counts import IndexCounts, current_counts
 from vaultsearch.store.derived import Batch, DerivedSettings
 from vaultsearch.store.embedcache import EmbeddingCache, default_cache_dir
 from vaultsearch.store.generations import (
@@ -102,6 +104,8 @@ class IndexSummary:
     """Sources a rebuild from the files could not read, and why: out of the index until
     a run can read them (an update keeps such a source; a rebuild has nothing to keep)."""
     cancelled: bool = False
+    counts: IndexCounts | None = None
+    """What the published index holds after the run (``store/counts.py``)."""
 
     def source_lines(self) -> list[str]:
         """One line per source this run could not read or fetch, worded by what happened
@@ -136,6 +140,7 @@ class IndexSummary:
             "stale_sources": dict(sorted(self.stale.items())),
             "left_out_sources": dict(sorted(self.left_out.items())),
             "cancelled": self.cancelled,
+            "counts": self.counts.to_dict() if self.counts is not None else None,
         }
 
 
@@ -332,17 +337,32 @@ class IndexManager:
         progress: Progress | None = None,
         paths: Collection[str] | None = None,
         source: str | None = None,
+        reason: str | None = None,
     ) -> IndexSummary:
         """``paths`` (vault-relative files or folders, e.g. from the watcher) limits the
         look for changes to them; a move is recognised when both of its sides are given.
         ``source`` limits it to one source (``vault`` for the vault's own notes); a name
-        no longer configured removes what the index holds of it."""
+        no longer configured removes what the index holds of it. ``reason`` (who asked,
+        or what changed) is recorded with the run for every process to see."""
         if progress is not None:
             self.progress = progress
         fix = "wait for it to finish, or stop the other 'vaultsearch index/watch/mcp'"
         with self._writing(fix):
-            summary = self._update(full, paths, source)
-            self._record_sources(summary)
+            display = self.progress
+            kind = "rebuild" if full else "update"
+            recorded = self.progress = RecordedProgress(display, self.layout.root, kind, reason)
+            try:
+                summary = self._update(full, paths, source)
+                self._record_sources(summary)
+                summary.counts = current_counts(self.layout)
+                if summary.counts is not None:
+                    show_counts(self.progress, summary.counts)
+            except BaseException as exc:
+                recorded.end(None, str(exc) or type(exc).__name__)
+                raise
+            finally:
+                self.progress = display
+            recorded.end(summary)
             return summary
 
     def repair(self) -> IndexSummary:

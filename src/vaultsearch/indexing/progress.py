@@ -2,7 +2,10 @@
 
 Files advance in fractions while their chunks are embedded (the indexer credits each
 model call its share of the batch's files), so the bar, the rate and the ETA move
-during a first build instead of jumping once per committed batch.
+during a first build instead of jumping once per committed batch. The texts the bar
+counts are what the model embeds (chunks and their sentences alike), so it says
+"texts embedded", never "chunks": what the index holds is the one line of
+``IndexCounts`` it prints when the run is published.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from typing import TYPE_CHECKING, Protocol, TextIO
 
 if TYPE_CHECKING:
     from rich.progress import TaskID
+
+    from vaultsearch.store.counts import IndexCounts
 
 
 class Progress(Protocol):
@@ -28,6 +33,13 @@ def working_on(progress: Progress, path: str, chunks: int = 0) -> None:
     hook = getattr(progress, "working_on", None)
     if hook is not None:
         hook(path, chunks)
+
+
+def show_counts(progress: Progress, counts: IndexCounts) -> None:
+    """Tell a display what the published index now holds; optional like ``working_on``."""
+    hook = getattr(progress, "indexed", None)
+    if hook is not None:
+        hook(counts)
 
 
 class SilentProgress:
@@ -63,13 +75,17 @@ class LogProgress:
             self.last = now
             rate = self.chunks / max(now - self.t0, 1e-9)
             print(
-                f"  {self.files:.0f}/{self.total} files, {self.chunks} chunks, {rate:.1f} chunks/s",
+                f"  {self.files:.0f}/{self.total} files, {self.chunks} texts embedded, "
+                f"{rate:.1f} texts/s",
                 file=self.stream,
                 flush=True,
             )
 
     def finish(self) -> None:
         pass
+
+    def indexed(self, counts: IndexCounts) -> None:
+        print(f"index: {counts.line()}", file=self.stream, flush=True)
 
 
 class RichProgress:
@@ -88,7 +104,9 @@ class RichProgress:
             TextColumn("[bold]indexing"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("files · {task.fields[chunks]} chunks · {task.fields[rate]:.1f} chunks/s"),
+            TextColumn(
+                "files · {task.fields[chunks]} texts embedded · {task.fields[rate]:.1f} texts/s"
+            ),
             TimeElapsedColumn(),
             TimeRemainingColumn(),
             console=Console(stderr=True),
@@ -111,6 +129,9 @@ class RichProgress:
 
     def finish(self) -> None:
         self.bar.stop()
+
+    def indexed(self, counts: IndexCounts) -> None:
+        self.bar.console.print(f"index: {counts.line()}", highlight=False)
 
 
 def default_progress(quiet: bool = False) -> Progress:

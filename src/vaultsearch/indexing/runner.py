@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Collection
@@ -21,7 +22,9 @@ from typing import Any, Literal
 
 from vaultsearch.errors import IndexBusyError
 from vaultsearch.indexing.manager import IndexManager, IndexSummary
+from vaultsearch.indexing.runrecord import run_view
 from vaultsearch.listeners import Listeners
+from vaultsearch.store.runstate import read_run
 
 log = logging.getLogger("vaultsearch.runner")
 
@@ -112,7 +115,12 @@ class IndexRunner:
         return self._listeners.add(listener)
 
     # --- running ------------------------------------------------------------------
-    def start(self, kind: RunKind = "update", paths: Collection[str] | None = None) -> None:
+    def start(
+        self,
+        kind: RunKind = "update",
+        paths: Collection[str] | None = None,
+        reason: str | None = None,
+    ) -> None:
         """Start a run in the background, or raise ``IndexBusyError`` at once when one is
         going in this process or another process holds the index's writer lock."""
         if not self._run_lock.acquire(blocking=False):
@@ -124,20 +132,24 @@ class IndexRunner:
             raise
         self._thread = threading.Thread(
             target=self._run_held,
-            args=(kind, paths, took_lock),
+            args=(kind, paths, took_lock, reason),
             name=f"vaultsearch-{kind}",
             daemon=True,
         )
         self._thread.start()
 
     def run(
-        self, kind: RunKind = "update", paths: Collection[str] | None = None, wait: bool = True
+        self,
+        kind: RunKind = "update",
+        paths: Collection[str] | None = None,
+        wait: bool = True,
+        reason: str | None = None,
     ) -> IndexSummary:
         """Run now on this thread: after the run in progress when ``wait``, else raise
         ``IndexBusyError`` if there is one."""
         if not self._run_lock.acquire(blocking=wait):
             raise self._busy("An index run is already going in this process")
-        return self._run_held(kind, paths, False, reraise=True)
+        return self._run_held(kind, paths, False, reason, reraise=True)
 
     def cancel(self) -> bool:
         """Ask the run in progress to stop after its current model call; False when
@@ -196,6 +208,7 @@ class IndexRunner:
         kind: RunKind,
         paths: Collection[str] | None,
         took_lock: bool,
+        reason: str | None = None,
         reraise: bool = False,
     ) -> IndexSummary:
         try:
@@ -204,7 +217,7 @@ class IndexRunner:
             try:
                 progress = _RunProgress(self)
                 summary = self.manager.update(
-                    full=kind == "rebuild", progress=progress, paths=paths
+                    full=kind == "rebuild", progress=progress, paths=paths, reason=reason
                 )
             except Exception as exc:
                 if not reraise:
@@ -282,6 +295,20 @@ class IndexRunner:
                 f.write(json.dumps(record, ensure_ascii=False) + "\n")
         except OSError as exc:  # a read-only index folder: the run matters more than its log
             log.warning("cannot write the progress log %s: %s", self.log_path, exc)
+
+
+def shown_run(runner: IndexRunner) -> dict[str, Any]:
+    """The run to show (REST /progress, the page, ``index_status``): this process's own
+    while it runs one, else the last run any process recorded in the index folder (a
+    ``vaultsearch index``, an MCP server's watcher, this process's last run)."""
+    own = runner.snapshot()
+    stored = read_run(runner.manager.layout.root)
+    if own.busy or stored is None:
+        out = own.to_dict()
+        if stored is not None and stored.get("pid") == os.getpid():
+            out |= {k: stored[k] for k in ("by", "pid", "reason") if stored.get(k)}
+        return out
+    return run_view(stored)
 
 
 def progress_log(path: Path) -> list[dict[str, Any]]:

@@ -23,7 +23,7 @@ from vaultsearch.browse import confine
 from vaultsearch.errors import IndexMissingError
 from vaultsearch.indexing.live import LiveIndex
 from vaultsearch.indexing.overview import file_counts
-from vaultsearch.indexing.runner import RunSnapshot
+from vaultsearch.indexing.runner import RunSnapshot, shown_run
 from vaultsearch.reload import reload_config
 from vaultsearch.server.activity import ActivityLog
 from vaultsearch.server.tools import agent_errors
@@ -31,8 +31,8 @@ from vaultsearch.vault import Vault, write_error
 
 POLL_SECONDS = 0.25
 MAX_FAILED_SHOWN = 20
-STATUS_KEYS = ("notes", "chunks", "links", "unresolved_links", "model", "spec_version",
-               "last_indexed", "size_on_disk")  # fmt: skip
+STATUS_KEYS = ("notes", "chunks", "sentences", "links", "resolved_links", "broken_links",
+               "model", "spec_version", "last_indexed", "size_on_disk")  # fmt: skip
 
 DESCRIPTIONS = {
     "reindex": """Update the index from the files now: all, or one path (file or folder); full=true
@@ -40,8 +40,9 @@ re-parses everything. Rarely needed: the vault is watched. With a progress token
 and reports progress.""",
     "cancel_index": """Stop the index run in progress after its current model call. What is done
 stays searchable; the rest is indexed by the next run.""",
-    "index_status": """Index counts, model, last update, failed files, the run in progress (percent,
-files and chunks, current file), pending changes and the last error.""",
+    "index_status": """Index counts (notes, chunks, sentences, links, broken links), model, last
+update, failed files, the run in progress (percent, files, texts embedded, current file), pending
+changes and the last error.""",
     "reload_config": """Read the config file again: search settings apply at once; says which
 changes need a rebuild or a restart. A bad file is refused and the running config kept.""",
 }
@@ -52,18 +53,27 @@ def answer(data: dict[str, Any], text: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=clean)
 
 
-def progress_line(snap: RunSnapshot) -> str:
-    d = snap.to_dict()
-    if snap.state == "idle":
-        return "no index run since the server started"
+def progress_line(snap: RunSnapshot | dict[str, Any]) -> str:
+    """One line for a run: a snapshot of this process's, or one recorded in the index
+    folder by any process (``shown_run``), with who ran it and why."""
+    d = snap.to_dict() if isinstance(snap, RunSnapshot) else snap
+    if d["state"] == "idle":
+        return "no index run recorded"
     line = (
-        f"{snap.kind} {snap.state}: {d['percent']:.0f}%, {d['files_done']}/{d['files_total']} "
-        f"files, {d['chunks_done']}/{d['chunks_total']} chunks"
+        f"{d.get('kind')} {d['state']}: {d['percent']:.0f}%, "
+        f"{d.get('files_done', 0)}/{d.get('files_total', 0)} files, "
+        f"{d.get('chunks_done', 0)}/{d.get('chunks_total', 0)} texts embedded"
     )
-    if snap.current_file:
-        line += f", now {snap.current_file}"
-    if snap.error:
-        line += f"; error: {snap.error}"
+    if d.get("by"):
+        line += f" (by {d['by']}, pid {d.get('pid')}" + (
+            f": {d['reason']})" if d.get("reason") else ")"
+        )
+    if d.get("current_file"):
+        line += f", now {d['current_file']}"
+    if d.get("error"):
+        line += f"; error: {d['error']}"
+    if d.get("note"):
+        line += f"; {d['note']}"
     return line
 
 
@@ -158,6 +168,7 @@ class ControlTools:
         # the run's state first: once it says done or cancelled, what is read next
         # already sees the generation that run published
         snap = self.runner.snapshot()
+        run = shown_run(self.runner)
         with agent_errors():
             try:
                 st: dict[str, Any] = self.vault.status()
@@ -174,7 +185,7 @@ class ControlTools:
             "files": counts.to_dict(),
             "pending_changes": counts.pending,
             "failed": [{"path": p, "reason": r} for p, r in failed[:MAX_FAILED_SHOWN]],
-            "progress": snap.to_dict(),
+            "progress": run,
             "role": live.role,
             "indexing": live.indexing,
             "runs": live.runs,
@@ -183,7 +194,7 @@ class ControlTools:
             "last_error": last_error,
         }
         head = (
-            f"{st['notes']} notes, {st['chunks']} chunks; model {st.get('model')}; "
+            f"index: {st['counts_line']}; model {st.get('model')}; "
             f"last indexed {st.get('last_indexed')}"
             if st
             else f"no index yet for {self.vault.root}"
@@ -192,7 +203,7 @@ class ControlTools:
             head,
             f"files: {counts.total} total, {counts.indexed} indexed, {counts.pending} pending "
             f"changes, {len(failed)} failed",
-            progress_line(snap),
+            progress_line(run),
             f"role {live.role}, {'watching' if data['watching'] else 'not watching'} for changes",
         ]
         if last_error:

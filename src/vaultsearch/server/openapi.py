@@ -46,6 +46,15 @@ SCHEMAS: dict[str, Any] = {
             "pending_changes": _INT,
             "notes": _INT,
             "chunks": _INT,
+            "sentences": _INT,
+            "links": _INT,
+            "resolved_links": _INT,
+            "broken_links": _INT,
+            "reasons": {
+                "type": "array",
+                "items": _STR,
+                "description": "Why the state is not up_to_date, as index --check says it.",
+            },
             "last_indexed": _TIME,
             "model": _STR,
             "config": {"type": "object", "description": "Every setting as section.key: value."},
@@ -66,15 +75,31 @@ SCHEMAS: dict[str, Any] = {
     ),
     "Progress": _obj(
         {
-            "state": {"enum": ["idle", "running", "cancelling", "done", "cancelled", "failed"]},
+            "state": {
+                "enum": [
+                    "idle",
+                    "running",
+                    "cancelling",
+                    "done",
+                    "cancelled",
+                    "failed",
+                    "interrupted",
+                ]
+            },
             "kind": {"enum": ["update", "rebuild"]},
+            "by": {**_STR, "description": "The program that runs or ran it (any process)."},
+            "pid": _INT,
+            "reason": {**_STR, "description": "Why it runs: who asked, or what changed."},
+            "note": {**_STR, "description": "What a cancelled, failed or interrupted end left."},
+            "counts": {"type": "object", "description": "What the index holds after the run."},
             "percent": {"type": "number", "minimum": 0, "maximum": 100},
             "files_done": _INT,
             "files_total": _INT,
             "chunks_done": _INT,
             "chunks_total": {
                 **_INT,
-                "description": "Chunks known to need the model; grows as batches are parsed.",
+                "description": "Texts (chunks and their sentences) known to need the model; "
+                "grows as batches are parsed.",
             },
             "current_file": _STR,
             "started_at": _TIME,

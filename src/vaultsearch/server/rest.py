@@ -33,19 +33,23 @@ from vaultsearch.errors import (
     VaultsearchError,
 )
 from vaultsearch.indexing.overview import file_counts
-from vaultsearch.indexing.runner import IndexRunner, RunKind, RunSnapshot
+from vaultsearch.indexing.runner import IndexRunner, RunKind, RunSnapshot, shown_run
 from vaultsearch.models import Hit
-from vaultsearch.reload import flat_config, rebuild_keys
+from vaultsearch.reload import ConfigFollower, flat_config, rebuild_keys
 from vaultsearch.search.extractive import Answer, extractive_answer
 from vaultsearch.server.activity import Activity, ActivityLog, follow_runs
 from vaultsearch.server.chatanswer import AnswerEndpointError, chat_answer
 from vaultsearch.server.openapi import openapi_spec
 from vaultsearch.sourceread import indexed_text
+from vaultsearch.store.counts import IndexCounts
 from vaultsearch.store.manifest import SPEC_VERSION, read_manifest
 from vaultsearch.vault import Vault
 
 log = logging.getLogger("vaultsearch.rest")
 KEEPALIVE_SECONDS = 15.0
+STORE_POLL_SECONDS = 1.0
+"""How often an event stream looks at the run recorded in the index folder (a small
+JSON file) for runs of other processes, which send this one no events."""
 FILTER_KEYS = ("tags", "folders", "after", "before", "where", "mode", "min_score")
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -57,13 +61,15 @@ class ControlContext:
     vault: Vault
     runner: IndexRunner
     activity: ActivityLog
+    config: ConfigFollower | None = None
+    """Sees an edited config file at the next /status (None: the config is fixed)."""
 
     @classmethod
     def for_vault(cls, vault: Vault, activity: ActivityLog | None = None) -> ControlContext:
         log = activity or ActivityLog()
         runner = vault.runner()
         follow_runs(log, runner)
-        return cls(vault, runner, log)
+        return cls(vault, runner, log, ConfigFollower(vault))
 
 
 class BadRequest(Exception):
@@ -139,19 +145,30 @@ def _unknown(body: dict[str, Any], allowed: tuple[str, ...], what: str) -> None:
 def status(ctx: ControlContext) -> dict[str, Any]:
     """The /status body (blocking: it scans the vault's files)."""
     vault = ctx.vault
-    snap = ctx.runner.snapshot()  # first: a finished run's generation is then seen below
+    reloaded = ctx.config.follow() if ctx.config is not None else None
+    if reloaded is not None:
+        ctx.activity.add("config_reload", reloaded.message())
+    # the run first (this process's, or another's from the index folder): a finished
+    # run's generation is then seen below
+    run = shown_run(ctx.runner)
     counts = file_counts(vault.manager())
-    out: dict[str, Any] = {"vault": str(vault.root)}
-    if snap.state == "running":
+    out: dict[str, Any] = {"vault": str(vault.root), "reasons": []}
+    if run["state"] == "running":
         state = "updating"
-    elif snap.state == "cancelling":
+        if run.get("by"):
+            why = run.get("reason") or run.get("kind")
+            out["reasons"] = [f"{run['by']} (pid {run.get('pid')}) is indexing: {why}"]
+    elif run["state"] == "cancelling":
         state = "cancelling"
     elif vault.layout.current() is None:
         state = "no_index"
     elif counts.pending:
         state = "needs_update"
+        out["reasons"] = [f"{counts.pending} files new, changed or deleted since the last run"]
     else:  # nothing to read: the full check is cheap now, and sees changed settings
-        state = "up_to_date" if vault.check().status == "current" else "needs_update"
+        check = vault.check()
+        state = "up_to_date" if check.status == "current" else "needs_update"
+        out["reasons"] = check.reasons
     out["state"] = state
     out["files"] = counts.to_dict()
     out["failed"] = [{"path": p, "reason": r} for p, r in counts.failed.items()]
@@ -159,9 +176,8 @@ def status(ctx: ControlContext) -> dict[str, Any]:
     try:
         st = vault.status()
     except IndexMissingError:
-        st = {"notes": 0, "chunks": 0}
-    out["notes"] = st["notes"]
-    out["chunks"] = st["chunks"]
+        st = IndexCounts().to_dict()
+    out |= {k: st[k] for k in IndexCounts().to_dict()}
     if st.get("last_indexed"):
         out["last_indexed"] = st["last_indexed"]
     out["model"] = st.get("model") or model_id(vault.config.embedding.model)
@@ -259,7 +275,7 @@ def rest_routes(ctx: ControlContext) -> list[BaseRoute]:
         return JSONResponse(await anyio.to_thread.run_sync(status, ctx))
 
     async def progress(request: Request) -> Response:
-        return JSONResponse(ctx.runner.snapshot().to_dict())
+        return JSONResponse(shown_run(ctx.runner))
 
     async def activity(request: Request) -> Response:
         raw = request.query_params.get("limit", "50")
@@ -278,7 +294,7 @@ def rest_routes(ctx: ControlContext) -> list[BaseRoute]:
         if not isinstance(full, bool):
             raise BadRequest("'reindex_all' must be true or false.")
         kind: RunKind = "rebuild" if full else "update"
-        ctx.runner.start(kind)
+        ctx.runner.start(kind, reason="asked on the Index Manager page")
         return JSONResponse({"started": True, "kind": kind}, status_code=202)
 
     async def cancel(request: Request) -> Response:
@@ -337,14 +353,21 @@ async def _event_stream(ctx: ControlContext) -> AsyncIterator[str]:
     stop_run = ctx.runner.subscribe(on_run)
     stop_activity = ctx.activity.subscribe(on_activity)
     try:
-        last = ctx.runner.snapshot().to_dict()
+        last = shown_run(ctx.runner)
         yield _sse("progress", last)
+        quiet = 0.0
         while True:
             try:
-                kind, data = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
-            except TimeoutError:
-                yield ": keep-alive\n\n"
-                continue
+                kind, data = await asyncio.wait_for(queue.get(), STORE_POLL_SECONDS)
+            except TimeoutError:  # a run of another process is seen in the index folder
+                kind, data = "progress", shown_run(ctx.runner)
+                if data == last:
+                    quiet += STORE_POLL_SECONDS
+                    if quiet >= KEEPALIVE_SECONDS:
+                        quiet = 0.0
+                        yield ": keep-alive\n\n"
+                    continue
+            quiet = 0.0
             if kind == "progress":
                 if data == last:
                     continue

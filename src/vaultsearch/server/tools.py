@@ -20,6 +20,7 @@ from vaultsearch import listing
 from vaultsearch.answer import Answer
 from vaultsearch.browse import Browser
 from vaultsearch.errors import IndexMissingError, QueryError, VaultsearchError
+from vaultsearch.freshness import ChangeProbe, freshness
 from vaultsearch.models import SearchHits
 from vaultsearch.search.confidence import weak_answer
 from vaultsearch.server import render
@@ -79,17 +80,12 @@ class VaultTools:
         self.browser = Browser(vault)
         self.watching = watching
         self.sessions = SearchSessions(vault.config.sessions.max_sessions)
+        self.changes = ChangeProbe(vault)
 
     def index_state(self) -> tuple[bool, bool, str | None]:
         """(building, stale, message) for answers read from the committed index."""
-        s = self.live.state
-        building = s.indexing or self.vault.indexing_now or (s.role != "reader" and s.runs == 0)
-        if s.last_error:
-            msg = f"The last index update failed ({s.last_error}); answers use the last good index."
-            return building, True, msg
-        if building:
-            return True, True, "The index is being updated; answers come from what is indexed."
-        return False, False, None
+        f = freshness(self.vault, self.live.state, self.watching(), self.changes)
+        return f.building, f.stale, f.message
 
     def search(
         self,

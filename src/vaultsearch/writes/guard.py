@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vaultsearch.browse import confine
 from vaultsearch.errors import PathOutsideVaultError, QueryError
+from vaultsearch.vaultpaths import confine
 from vaultsearch.writes.confined import check_name
 
 NOTE_SUFFIXES = (".md", ".markdown")

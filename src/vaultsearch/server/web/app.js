@@ -10,6 +10,8 @@ const STATE_LABELS = {
   cancelling: "Cancelling",
 };
 const POLL_MS = 1000;
+// What the index holds, as /status (and every other surface) counts it: store/counts.py
+const COUNT_KEYS = ["notes", "chunks", "sentences", "links", "resolved_links", "broken_links"];
 const $ = (id) => document.getElementById(id);
 
 // A server bound beyond loopback wants its bearer token: open the page as
@@ -100,7 +102,11 @@ function renderProgress(p) {
   $("bar").dataset.state = p.state;
   const parts = [p.kind ? `${p.kind} ${p.state}` : p.state, `${percent.toFixed(0)}%`];
   if (p.files_total !== undefined) parts.push(`files ${p.files_done || 0}/${p.files_total}`);
-  if (p.chunks_total !== undefined) parts.push(`chunks ${p.chunks_done || 0}/${p.chunks_total}`);
+  if (p.chunks_total !== undefined) {
+    parts.push(`texts embedded ${p.chunks_done || 0}/${p.chunks_total}`);
+  }
+  if (p.by) parts.push(`by ${p.by}` + (p.reason ? ` (${p.reason})` : ""));
+  if (p.note) parts.push(p.note);
   $("progress-text").textContent = parts.join(" · ");
   $("current-file").textContent = p.current_file || "";
   renderState();
@@ -122,8 +128,11 @@ function renderStatus(s) {
   $("files-deleted").textContent = f.deleted ?? "–";
   $("files-failed").textContent = f.failed ?? "–";
   $("pending").textContent = s.pending_changes ?? "–";
-  $("notes-chunks").textContent = `${s.notes ?? "–"} / ${s.chunks ?? "–"}`;
+  for (const key of COUNT_KEYS) {
+    $("count-" + key.replace("_", "-")).textContent = s[key] ?? "–";
+  }
   $("last-indexed").textContent = s.last_indexed || "never";
+  $("reasons").replaceChildren(...(s.reasons || []).map((r) => el("li", r)));
   $("model").textContent = s.model || "–";
   const failed = $("failed");
   failed.replaceChildren(
