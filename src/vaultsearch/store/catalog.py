@@ -600,8 +600,9 @@ class Catalog:
         return {r[0] for r in self._select_in(sql, sorted(set(paths)))}
 
     def graph_counts(self) -> tuple[int, int]:
-        """(edges, unresolved links) of the graph ``store/graph.py`` builds from these
-        rows: distinct note-to-note links other than to itself, and links to no note."""
+        """(edges, broken links) of the graph ``store/graph.py`` builds from these rows:
+        distinct note-to-note links other than to itself, and written links to no note
+        (``store/counts.py``'s definition, every surface's)."""
         edges = self.db.execute(
             "SELECT COUNT(*) FROM (SELECT DISTINCT l.source_id, l.target_path FROM links l"
             " JOIN notes s ON s.id=l.source_id JOIN notes t ON t.path=l.target_path"

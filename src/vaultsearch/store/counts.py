@@ -20,11 +20,6 @@ from vaultsearch.store.catalog import Catalog, open_catalog_for_reading
 from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.manifest import read_state
 
-_BROKEN = (
-    "SELECT COUNT(*) FROM links WHERE target_path IS NULL "
-    "OR target_path NOT IN (SELECT path FROM notes)"
-)
-
 
 @dataclass(frozen=True, slots=True)
 class IndexCounts:
@@ -58,7 +53,7 @@ def index_counts(catalog: Catalog, state: dict[str, Any] | None) -> IndexCounts:
         chunks=catalog.count("chunks"),
         sentences=sentences if isinstance(sentences, int) else 0,
         links=catalog.count("links"),
-        broken_links=int(catalog.db.execute(_BROKEN).fetchone()[0]),
+        broken_links=catalog.graph_counts()[1],
     )
 
 
