@@ -74,9 +74,7 @@ class SearchRequest:
     sources: list[str] | None = field(
         default=None, metadata=_m("Source names; 'vault' for the notes.", "--source")
     )
-    kinds: list[SourceKind] | None = field(
-        default=None, metadata=_m("File kinds.", "--kind")
-    )
+    kinds: list[SourceKind] | None = field(default=None, metadata=_m("File kinds.", "--kind"))
     path_prefix: list[str] | None = field(
         default=None, metadata=_m("Paths starting so.", "--path-prefix")
     )
