@@ -92,20 +92,18 @@ class SearchRequest:
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], what: str = "search") -> SearchRequest:
-        """From JSON-like arguments; an old name (``folder``, ``tag``) still works, an
-        unknown one is refused naming the closest known one."""
+        """From JSON-like arguments; an unknown name is refused naming the closest one."""
         names = [f.name for f in fields(cls)]
         args: dict[str, Any] = {}
         for key, value in data.items():
-            name = ALIASES.get(key, key)
-            if name not in names:
+            if key not in names:
                 close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
                 raise QueryError(
                     f"{what} has no field {key!r}{hint}; it takes: {', '.join(names)}.",
                     fix="see docs/API.md, 'Search parameters'",
                 )
-            args[name] = value
+            args[key] = value
         return cls(**args)
 
     def to_dict(self) -> dict[str, Any]:
@@ -116,11 +114,6 @@ class SearchRequest:
             if f.name == "query" or value != _default(f):
                 out[f.name] = value
         return out
-
-
-ALIASES = {"tag": "tags", "folder": "folders", "source": "sources", "kind": "kinds",
-           "file": "files", "path": "path_prefix", "k": "top_k"}  # fmt: skip
-"""Names older clients send for a field."""
 
 
 def _default(f: Any) -> Any:
@@ -205,14 +198,17 @@ class VaultTerms:
         return cls(frozenset(tags), tuple(paths), frozenset(keys))
 
 
-def _unknown(kind: str, wanted: list[str], names: Iterable[str], fix: str) -> QueryError:
+def _unknown(what: str, wanted: list[str], names: Iterable[str], fix: str) -> QueryError:
+    """``No note has the tag 'x' (did you mean 'y'?); tags in this vault: ...``: the
+    same sentence for every filter and on every surface."""
     known = sorted(set(names))
-    close = [c for w in wanted for c in difflib.get_close_matches(w, known, n=1, cutoff=0.6)]
-    hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+    close = [c for w in wanted for c in difflib.get_close_matches(w, known, n=1, cutoff=0.7)]
+    hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
     listed = ", ".join(known[:40]) + (", ..." if len(known) > 40 else "") or "none"
+    plural = "fields" if what.endswith("field(s)") else f"{what}s"
     return QueryError(
-        f"No indexed file has the {kind} {', '.join(map(repr, wanted))}{hint} "
-        f"({kind}s in this vault: {listed}).",
+        f"No indexed file has the {what} {', '.join(map(repr, wanted))}{hint}; "
+        f"{plural.removeprefix('frontmatter ')} in this vault: {listed}.",
         fix=fix,
     )
 
@@ -222,24 +218,17 @@ def check_terms(r: SearchRequest, terms: VaultTerms) -> None:
     that looks like "nothing relevant"."""
     from vaultsearch.search.filters import folder_matches, tag_matches
 
-    if r.where:
-        missing = sorted(set(r.where) - terms.fields)
-        if missing:
-            known = sorted(terms.fields)
-            close = [c for w in missing for c in difflib.get_close_matches(w, known, n=1)]
-            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ";"
-            raise QueryError(
-                f"No note has the frontmatter field(s) {', '.join(missing)}{hint} "
-                f"fields in this vault: {', '.join(known[:40]) or 'none'}.",
-                fix="drop the where filter or name one of these fields",
-            )
+    missing = sorted(set(r.where or {}) - terms.fields)
+    if missing:
+        fix = "drop the where filter or name one of these fields"
+        raise _unknown("frontmatter field(s)", missing, terms.fields, fix)
     tags = [t for t in (r.tags or []) if not tag_matches(t, terms.tags)]
     if tags:
-        raise _unknown("tag", tags, terms.tags, "see the tags with 'vaultsearch tags'")
+        raise _unknown("tag", tags, terms.tags, "see the tags: 'vaultsearch tags' or the list_tags tool")
     folders = [f for f in (r.folders or []) if not any(folder_matches(f, p) for p in terms.paths)]
     if folders:
         dirs = {p.rsplit("/", 1)[0] for p in terms.paths if "/" in p}
-        raise _unknown("folder", folders, dirs, "see the folders with 'vaultsearch folders'")
+        raise _unknown("folder", folders, dirs, "see the folders: 'vaultsearch folders' or the folders tool")
 
 
 def validate(r: SearchRequest, terms: VaultTerms | None) -> SearchRequest:
