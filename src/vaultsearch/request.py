@@ -202,7 +202,9 @@ def _unknown(what: str, wanted: list[str], names: Iterable[str], fix: str) -> Qu
     """``No note has the tag 'x' (did you mean 'y'?); tags in this vault: ...``: the
     same sentence for every filter and on every surface."""
     known = sorted(set(names))
-    close = [c for w in wanted for c in difflib.get_close_matches(w, known, n=1, cutoff=0.7)]
+    close = [
+        c for w in wanted for c in difflib.get_close_matches(w.strip("/*"), known, n=1, cutoff=0.7)
+    ]
     hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
     listed = ", ".join(known[:40]) + (", ..." if len(known) > 40 else "") or "none"
     plural = "fields" if what.endswith("field(s)") else f"{what}s"
@@ -224,11 +226,16 @@ def check_terms(r: SearchRequest, terms: VaultTerms) -> None:
         raise _unknown("frontmatter field(s)", missing, terms.fields, fix)
     tags = [t for t in (r.tags or []) if not tag_matches(t, terms.tags)]
     if tags:
-        raise _unknown("tag", tags, terms.tags, "see the tags: 'vaultsearch tags' or the list_tags tool")
+        raise _unknown(
+            "tag", tags, terms.tags, "see the tags: 'vaultsearch tags' or the list_tags tool"
+        )
     folders = [f for f in (r.folders or []) if not any(folder_matches(f, p) for p in terms.paths)]
     if folders:
         dirs = {p.rsplit("/", 1)[0] for p in terms.paths if "/" in p}
-        raise _unknown("folder", folders, dirs, "see the folders: 'vaultsearch folders' or the folders tool")
+        dirs |= {d.rsplit("/", 1)[-1] for d in dirs}  # a name anywhere is a folder form too
+        raise _unknown(
+            "folder", folders, dirs, "see the folders: 'vaultsearch folders' or the folders tool"
+        )
 
 
 def validate(r: SearchRequest, terms: VaultTerms | None) -> SearchRequest:
