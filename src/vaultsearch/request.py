@@ -101,7 +101,7 @@ class SearchRequest:
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
                 raise QueryError(
                     f"{what} has no field {key!r}{hint}; it takes: {', '.join(names)}.",
-                    fix="see docs/API.md, 'Search parameters'",
+                    fix="see 'Search parameters on every surface' in docs/Search.md",
                 )
             args[key] = value
         return cls(**args)
