@@ -483,9 +483,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--corpus", required=True, help="corpus.jsonl")
     p.add_argument("--queries", required=True, help="queries.jsonl")
     p.add_argument("--qrels", required=True, help="qrels .tsv")
-    p.add_argument(
-        "--mode", action="append", choices=["hybrid", "keyword", "semantic"], help="repeatable"
-    )
+    from vaultsearch.request import MODES
+
+    p.add_argument("--mode", action="append", choices=MODES, help="repeatable")
     p.add_argument("--work-dir", help="where the corpus vault and its index are kept")
     p.add_argument("--config", help="a config.toml for the run")
     p.add_argument("--limit", type=int, help="only the first N judged queries")

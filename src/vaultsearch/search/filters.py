@@ -15,9 +15,9 @@ from datetime import UTC, date, datetime, time
 from typing import Any
 
 from vaultsearch.errors import QueryError
+from vaultsearch.request import KINDS
 
 _GLOB_CHARS = set("*?[")
-KINDS = ("note", "code", "pdf", "text")
 VAULT = "vault"
 """The name a scope uses for the vault's own notes (their ``source`` is empty)."""
 
