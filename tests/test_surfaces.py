@@ -275,3 +275,20 @@ def test_the_docs_table_is_what_the_surfaces_take() -> None:
     for surface, got in surfaces().items():
         assert names <= got, f"{surface} lacks {sorted(names - got)}"
     assert table() in (ROOT / "docs" / "Search.md").read_text(encoding="utf-8")
+
+
+def test_terminal_output_shows_what_the_shaping_flags_ask(
+    indexed: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vaultsearch.cli import main
+
+    root, index_dir = indexed
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    base = ["search", "feed tomatoes", "--vault", str(root), "--index-dir", str(index_dir)]
+    assert main([*base, "--mode", "keyword", "--full-text", "--top-k", "1"]) == 0
+    whole = capsys.readouterr().out
+    assert "Feed tomatoes with compost before planting; water the roots, not the leaves." in whole
+    assert main([*base, "--mode", "keyword", "--snippet-chars", "20", "--top-k", "1"]) == 0
+    short = capsys.readouterr().out
+    assert "…" in short and "not the leaves" not in short

@@ -148,11 +148,12 @@ def cmd_search(args: argparse.Namespace) -> int:
     hits = answer.hits
     if hits.degraded:
         print(f"warning: {hits.degraded}", file=sys.stderr)
+    shaped = answer.to_dict(lines_reader(vault))["hits"]
     if args.json or not sys.stdout.isatty():
         extra = {"degraded": hits.degraded} if hits.degraded else {}
-        _print_json([{**h, **extra} for h in answer.to_dict(lines_reader(vault))["hits"]])
+        _print_json([{**h, **extra} for h in shaped])
         return 0
-    _print_hits(hits, args.explain)
+    _print_hits(hits, args.explain, shaped)
     return 0
 
 
@@ -199,7 +200,9 @@ def _parse_where(text: str) -> tuple[str, Any]:
     return key.strip(), value.split(",") if "," in value else value
 
 
-def _print_hits(hits: Sequence[Any], explain: bool) -> None:
+def _print_hits(hits: Sequence[Any], explain: bool, shaped: Sequence[dict[str, Any]]) -> None:
+    """``shaped`` (the JSON form of the same hits) says what ``--snippet-chars``,
+    ``--full-text`` and ``--chunks`` asked to show of each."""
     from rich.console import Console
     from rich.markup import escape
 
@@ -213,12 +216,27 @@ def _print_hits(hits: Sequence[Any], explain: bool) -> None:
             f"[bold]{i:>2}. {escape(where)}[/bold]  {h.score:.4f} "
             f"[dim](confidence {h.confidence:.2f})[/dim]{heading}"
         )
-        console.print(f"    {_bold_ranges(h.snippet, h.highlights)}", highlight=False)
+        wire = shaped[i - 1]
+        if "text" in wire:
+            console.print(escape(_indent(wire["text"])), highlight=False)
+        elif "snippet" in wire:
+            marks = [tuple(r) for r in wire.get("highlights", [])]
+            console.print(f"    {_bold_ranges(wire['snippet'], marks)}", highlight=False)
+        for p in wire.get("passages", []):
+            place = f"{p['start_line']}-{p['end_line']}  {p.get('heading_path', '')}".rstrip()
+            console.print(f"    [dim]also {escape(place)}[/dim]", highlight=False)
+            body = p.get("text") or p.get("snippet")
+            if body:
+                console.print(escape(_indent(body, "      ")), highlight=False)
         if explain and h.explain:
             console.print(escape(explain_table(h.explain)), highlight=False)
     weak = weak_answer([h.confidence for h in hits])
     if weak:
         console.print(f"[yellow]{escape(weak)}[/yellow]", highlight=False)
+
+
+def _indent(text: str, prefix: str = "    ") -> str:
+    return "\n".join(prefix + line for line in text.split("\n"))
 
 
 def explain_table(e: Any) -> str:
