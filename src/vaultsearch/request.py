@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, get_args
 
 from vaultsearch.errors import QueryError
@@ -106,15 +106,6 @@ class SearchRequest:
             args[key] = value
         return cls(**args)
 
-    def to_dict(self) -> dict[str, Any]:
-        """Only what differs from the defaults, under the canonical names."""
-        out = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name == "query" or value != _default(f):
-                out[f.name] = value
-        return out
-
 
 def _default(f: Any) -> Any:
     return f.default_factory() if callable(f.default_factory) else f.default
@@ -173,8 +164,6 @@ def check_shape(r: SearchRequest) -> SearchRequest:
     bad = sorted(set(lists["kinds"]) - set(KINDS))
     if bad:
         raise QueryError(f"Unknown kind {', '.join(bad)}; kinds are: {', '.join(KINDS)}.")
-    from dataclasses import replace
-
     return replace(r, **{n: list(v) or None for n, v in lists.items()})  # type: ignore[arg-type]
 
 
