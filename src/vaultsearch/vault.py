@@ -372,14 +372,15 @@ class Vault:
         from dataclasses import replace
 
         from vaultsearch.models import SearchHits
-        from vaultsearch.request import validate
+        from vaultsearch.request import check_shape, validate
         from vaultsearch.search.filters import Scope, SearchFilters
 
         texts = ("tags", "folders", "where", "sources", "kinds", "path_prefix", "files")
         request = replace(request, **{n: valid_strings(getattr(request, n)) for n in texts})
-        r = validate(request, self._terms(request))
+        r = check_shape(request)
         if r.mode != "keyword" and self._orchestrator is None and self._index_fits_model():
             self.embedder.load_in_background()  # while the index and its libraries open
+        r = validate(r, self._terms(r))
         scope = Scope.build(
             r.sources, r.kinds, r.path_prefix, r.files,
             known_sources=[s.name for s in self.config.sources],
