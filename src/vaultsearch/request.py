@@ -198,10 +198,15 @@ def _unknown(what: str, wanted: list[str], names: Iterable[str], fix: str) -> Qu
     listed = ", ".join(known[:40]) + (", ..." if len(known) > 40 else "") or "none"
     plural = "fields" if what.endswith("field(s)") else f"{what}s"
     return QueryError(
-        f"No indexed file has the {what} {', '.join(map(repr, wanted))}{hint}; "
+        f"No indexed file has the {what} {', '.join(_short(w) for w in wanted)}{hint}; "
         f"{plural.removeprefix('frontmatter ')} in this vault: {listed}.",
         fix=fix,
     )
+
+
+def _short(value: str, limit: int = 60) -> str:
+    """A value echoed in an error, cut so a pasted page cannot flood the answer."""
+    return repr(value if len(value) <= limit else value[:limit] + "…")
 
 
 def check_terms(r: SearchRequest, terms: VaultTerms) -> None:
