@@ -43,6 +43,9 @@ LAYER_OF: dict[str, str] = {
     "vaultsearch.gitvalues": "base",
     "vaultsearch.validtext": "base",
     "vaultsearch.vaultpaths": "base",
+    "vaultsearch.uris": "base",
+    "vaultsearch.request": "search",
+    "vaultsearch.searchanswer": "application",
     "vaultsearch.listeners": "base",
     "vaultsearch._limits": "base",
     "vaultsearch._memory": "base",
@@ -88,6 +91,8 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("vaultsearch", "vaultsearch.indexing.manager"): (
         "the lazy re-export of IndexCheck and IndexSummary, the public result types"
     ),
+    ("vaultsearch", "vaultsearch.request"): "the lazy re-export of SearchRequest",
+    ("vaultsearch", "vaultsearch.searchanswer"): "the lazy re-export of SearchAnswer",
     ("vaultsearch.config", "vaultsearch.parsers"): (
         "the [parsers] defaults and the glob check come from the parser registry; moving "
         "DEFAULT_PARSER_MAP below config is issue 24 item 5 ('config at the bottom')"

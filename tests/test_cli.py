@@ -49,8 +49,14 @@ def test_index_status_search_json(vault: Path, capsys: pytest.CaptureFixture[str
     hits = json.loads(out)
     assert code == 0 and hits[0]["path"] == "a.md"
     assert set(hits[0]) >= {"path", "heading_path", "start_line", "end_line", "snippet", "score"}
-    code, out, _ = run(capsys, "search", "rivers", "--vault", str(vault), "--tag", "nope", "--json")
-    assert code == 0 and json.loads(out) == []
+    code, out, err = run(
+        capsys, "search", "rivers", "--vault", str(vault), "--tag", "dmeo", "--json"
+    )
+    assert code == 2 and out == ""  # a tag no note has is said, not answered with []
+    assert "No indexed file has the tag 'dmeo' (did you mean 'demo'?); tags in this vault" in err
+    assert "'vaultsearch tags'" in err and "Traceback" not in err
+    code, out, err = run(capsys, "search", "rivers", "--vault", str(vault), "--where", "stauts=x")
+    assert code == 2 and "frontmatter field(s) 'stauts'; fields in this vault: tags." in err
 
 
 def test_check_reports_field_and_incremental(

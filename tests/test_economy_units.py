@@ -19,8 +19,8 @@ from vaultsearch.linkmap import (
 )
 from vaultsearch.models import Explain, Hit, Passage
 from vaultsearch.navigate import parse_spec
+from vaultsearch.searchanswer import shape_hit, trim
 from vaultsearch.server.argerrors import sentence
-from vaultsearch.server.hits import shape_hit, trim
 from vaultsearch.server.lean import compact_schema
 
 

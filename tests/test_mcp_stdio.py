@@ -211,7 +211,8 @@ def test_a_session_over_stdio(
                 assert "note://garden/Tomatoes.md" in listed and "note://escape.md" not in listed
                 templates = (await c.list_resource_templates()).resource_templates
                 assert sorted(t.uri_template for t in templates) == [
-                    "code://{source}/{+path}", "note://{+path}", "template://{name}/schema",
+                    "chunk://{lines}/{+path}", "code://{source}/{+path}", "note://{+path}",
+                    "template://{name}/schema",
                 ]  # fmt: skip
                 body = (await c.read_resource("note://work/Budget.md")).contents[0]
                 assert body.mime_type == "text/markdown"

@@ -17,6 +17,14 @@ def test_operators() -> None:
     assert q.text == "install exact phrase here linux"
 
 
+def test_quoted_operator_values_keep_their_spaces() -> None:
+    q = parse_query('budget path:"Team Notes" Tag:"#project/big plans" -"old draft"')
+    assert q.paths == ("Team Notes",)
+    assert q.tags == ("project/big plans",)
+    assert q.terms == ("budget",) and q.excluded == ("old", "draft")
+    assert parse_query('path:"" x').paths == ()
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -154,7 +154,20 @@ def test_folder_filter_forms(vault: Vault) -> None:
     assert {h.path for h in vault.search("planning", folders=["work/*"])} == {
         "work/archive/Old Plans.md"
     }
-    assert vault.search("planning", folders=["/nowhere"]) == []
+    for glob in ("**/archive/**", "work/archive/**", "archive/", "work/**/archive"):
+        assert {h.path for h in vault.search("planning", folders=[glob])} == {
+            "work/archive/Old Plans.md"
+        }, glob
+    assert {h.path for h in vault.search("planning", folders=["work/**"])} == {
+        "work/Meetings.md",
+        "work/archive/Old Plans.md",
+    }
+    with pytest.raises(
+        QueryError, match=r"folder '/nowhere'; folders in this vault: archive, garden,"
+    ):
+        vault.search("planning", folders=["/nowhere"])  # said, not an empty answer
+    with pytest.raises(QueryError, match=r"folder 'archiv/' \(did you mean 'archive'\?\)"):
+        vault.search("planning", folders=["archiv/"])
 
 
 def test_filtered_query_still_returns_k(vault: Vault) -> None:

@@ -25,6 +25,8 @@ from vaultsearch.models import Hit, SearchHits
 if TYPE_CHECKING:
     from vaultsearch.config import Config, load_config
     from vaultsearch.indexing.manager import IndexCheck, IndexSummary
+    from vaultsearch.request import SearchRequest
+    from vaultsearch.searchanswer import SearchAnswer
     from vaultsearch.vault import Vault
 
 __version__ = "0.1.0"
@@ -35,6 +37,8 @@ _LAZY = {
     "Vault": "vaultsearch.vault",
     "IndexCheck": "vaultsearch.indexing.manager",
     "IndexSummary": "vaultsearch.indexing.manager",
+    "SearchRequest": "vaultsearch.request",
+    "SearchAnswer": "vaultsearch.searchanswer",
 }
 
 
@@ -64,7 +68,9 @@ __all__ = [
     "ModelLoadError",
     "PathOutsideVaultError",
     "QueryError",
+    "SearchAnswer",
     "SearchHits",
+    "SearchRequest",
     "Vault",
     "VaultNotFoundError",
     "VaultsearchError",

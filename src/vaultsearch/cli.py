@@ -143,32 +143,57 @@ def _print_sources(rows: list[dict[str, Any]]) -> None:
 
 # --- search ---------------------------------------------------------------------
 def cmd_search(args: argparse.Namespace) -> int:
+    from vaultsearch.request import SearchRequest, parameters
+    from vaultsearch.searchanswer import lines_reader
+
     vault = _open(args)
-    where = dict(_parse_where(w) for w in args.where or [])
-    hits = vault.search(
-        args.query,
-        top_k=args.top_k,
-        mode=args.mode,
-        tags=args.tag,
-        folders=args.folder,
-        after=args.after,
-        before=args.before,
-        where=where or None,
-        explain=args.explain,
-        min_score=args.min_score,
-        sources=args.source,
-        kinds=args.kind,
-        path_prefix=args.path_prefix,
-        files=args.file,
-    )
+    values = {name: getattr(args, name) for name, _, _ in parameters()}
+    values["where"] = dict(_parse_where(w) for w in args.where or []) or None
+    answer = vault.search_answer(SearchRequest(**values))
+    hits = answer.hits
     if hits.degraded:
         print(f"warning: {hits.degraded}", file=sys.stderr)
+    shaped = answer.to_dict(lines_reader(vault))["hits"]
     if args.json or not sys.stdout.isatty():
         extra = {"degraded": hits.degraded} if hits.degraded else {}
-        _print_json([{**h.to_dict(), **extra} for h in hits])
+        _print_json([{**h, **extra} for h in shaped])
         return 0
-    _print_hits(hits, args.explain)
+    _print_hits(hits, args.explain, shaped)
     return 0
+
+
+def add_search_flags(p: argparse.ArgumentParser) -> None:
+    """One flag per ``SearchRequest`` field, named and explained as the field says."""
+    from typing import get_args, get_type_hints
+
+    from vaultsearch.request import SearchRequest, parameters
+
+    hints = get_type_hints(SearchRequest)
+    for name, default, meta in parameters():
+        flag, help = meta["cli"], meta["help"].rstrip(".")
+        if name == "query":
+            p.add_argument("query", help=help)
+        elif name == "where":
+            p.add_argument(
+                flag, action="append", help=f"{help} as FIELD=VALUE[,VALUE] (repeatable)"
+            )
+        elif name == "mode":
+            p.add_argument(flag, choices=get_args(hints[name]), default=default, help=help)
+        elif name == "kinds":
+            kinds = get_args(get_args(get_args(hints[name])[0])[0])
+            p.add_argument(
+                flag, dest=name, action="append", choices=kinds, help=f"{help} (repeatable)"
+            )
+        elif isinstance(default, bool):
+            p.add_argument(flag, action="store_true", help=help)
+        elif isinstance(default, int):
+            p.add_argument(flag, type=int, default=default, help=f"{help} (default: {default})")
+        elif "float" in str(hints[name]):
+            p.add_argument(flag, type=float, help=help)
+        elif "list" in str(hints[name]):
+            p.add_argument(flag, dest=name, action="append", help=f"{help} (repeatable)")
+        else:
+            p.add_argument(flag, help=help)
 
 
 def _parse_where(text: str) -> tuple[str, Any]:
@@ -180,7 +205,9 @@ def _parse_where(text: str) -> tuple[str, Any]:
     return key.strip(), value.split(",") if "," in value else value
 
 
-def _print_hits(hits: Sequence[Any], explain: bool) -> None:
+def _print_hits(hits: Sequence[Any], explain: bool, shaped: Sequence[dict[str, Any]]) -> None:
+    """``shaped`` (the JSON form of the same hits) says what ``--snippet-chars``,
+    ``--full-text`` and ``--chunks`` asked to show of each."""
     from rich.console import Console
     from rich.markup import escape
 
@@ -194,12 +221,27 @@ def _print_hits(hits: Sequence[Any], explain: bool) -> None:
             f"[bold]{i:>2}. {escape(where)}[/bold]  {h.score:.4f} "
             f"[dim](confidence {h.confidence:.2f})[/dim]{heading}"
         )
-        console.print(f"    {_bold_ranges(h.snippet, h.highlights)}", highlight=False)
+        wire = shaped[i - 1]
+        if "text" in wire:
+            console.print(escape(_indent(wire["text"])), highlight=False)
+        elif "snippet" in wire:
+            marks = [tuple(r) for r in wire.get("highlights", [])]
+            console.print(f"    {_bold_ranges(wire['snippet'], marks)}", highlight=False)
+        for p in wire.get("passages", []):
+            place = f"{p['start_line']}-{p['end_line']}  {p.get('heading_path', '')}".rstrip()
+            console.print(f"    [dim]also {escape(place)}[/dim]", highlight=False)
+            body = p.get("text") or p.get("snippet")
+            if body:
+                console.print(escape(_indent(body, "      ")), highlight=False)
         if explain and h.explain:
             console.print(escape(explain_table(h.explain)), highlight=False)
     weak = weak_answer([h.confidence for h in hits])
     if weak:
         console.print(f"[yellow]{escape(weak)}[/yellow]", highlight=False)
+
+
+def _indent(text: str, prefix: str = "    ") -> str:
+    return "\n".join(prefix + line for line in text.split("\n"))
 
 
 def explain_table(e: Any) -> str:
@@ -450,24 +492,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_status)
 
     p = sub.add_parser("search", help="search a vault")
-    p.add_argument("query", help='text; operators: "phrase", -word, tag:x, path:x')
     p.add_argument("--vault", default=".", help="the vault folder (default: .)")
     _common(p, vault_positional=False)
-    p.add_argument("--top-k", type=int, default=10, help="number of notes (default: 10)")
-    p.add_argument("--mode", choices=["hybrid", "keyword", "semantic"], default="hybrid")
-    p.add_argument("--tag", action="append", help="only notes with this tag (repeatable)")
-    p.add_argument("--folder", action="append", help="name, /from/root or glob (repeatable)")
-    p.add_argument("--after", help="only notes dated on or after (YYYY-MM-DD)")
-    p.add_argument("--before", help="only notes dated before (YYYY-MM-DD)")
-    p.add_argument("--where", action="append", help="frontmatter FIELD=VALUE[,VALUE] (repeatable)")
-    p.add_argument("--min-score", type=float, help="drop hits scoring below this")
-    p.add_argument("--source", action="append", help="only this source; 'vault' (repeatable)")
-    p.add_argument(
-        "--kind", action="append", choices=["note", "code", "pdf", "text"], help="repeatable"
-    )
-    p.add_argument("--path-prefix", action="append", help="paths starting so (repeatable)")
-    p.add_argument("--file", action="append", help="exactly this file (repeatable)")
-    p.add_argument("--explain", action="store_true", help="show each strategy's rank and boosts")
+    add_search_flags(p)
     p.add_argument("--json", action="store_true", help="JSON output (default when piped)")
     p.set_defaults(handler=cmd_search)
 
@@ -479,9 +506,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--corpus", required=True, help="corpus.jsonl")
     p.add_argument("--queries", required=True, help="queries.jsonl")
     p.add_argument("--qrels", required=True, help="qrels .tsv")
-    p.add_argument(
-        "--mode", action="append", choices=["hybrid", "keyword", "semantic"], help="repeatable"
-    )
+    from vaultsearch.request import MODES
+
+    p.add_argument("--mode", action="append", choices=MODES, help="repeatable")
     p.add_argument("--work-dir", help="where the corpus vault and its index are kept")
     p.add_argument("--config", help="a config.toml for the run")
     p.add_argument("--limit", type=int, help="only the first N judged queries")

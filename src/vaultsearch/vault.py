@@ -29,7 +29,9 @@ if TYPE_CHECKING:
     from vaultsearch.indexing.progress import Progress
     from vaultsearch.indexing.runner import IndexRunner
     from vaultsearch.models import SearchHits
+    from vaultsearch.request import SearchRequest, VaultTerms
     from vaultsearch.search.orchestrator import QueryOrchestrator
+    from vaultsearch.searchanswer import SearchAnswer
 
 
 def write_error(index_dir: Path) -> str | None:
@@ -324,7 +326,7 @@ class Vault:
 
     def search(
         self,
-        query: str,
+        query: str | SearchRequest,
         top_k: int = 10,
         mode: str = "hybrid",
         tags: list[str] | None = None,
@@ -338,35 +340,78 @@ class Vault:
         kinds: list[str] | None = None,
         path_prefix: list[str] | None = None,
         files: list[str] | None = None,
+        min_similarity: float | None = None,
     ) -> SearchHits:
         """The best places in the vault for ``query``, best first, grouped per note.
         ``sources``, ``kinds`` (note, code, pdf, text), ``path_prefix`` and ``files``
-        scope it: any value of one filter will do, every filter given must hold. A
-        damaged derived index fails the search or sets ``degraded`` on the result."""
-        if mode != "keyword" and self._orchestrator is None and self._index_fits_model():
-            self.embedder.load_in_background()  # while the index and its libraries open
+        scope it: any value of one filter will do, every filter given must hold.
+        ``min_similarity`` drops hits whose confidence (0-1) is below it. A
+        ``SearchRequest`` may stand for all the arguments. A damaged derived index
+        fails the search or sets ``degraded`` on the result."""
+        from vaultsearch.request import SearchRequest
+
+        if isinstance(query, SearchRequest):
+            return self._search(query)
+        stamp = lambda d: d.isoformat() if isinstance(d, date) else d  # noqa: E731
+        return self._search(
+            SearchRequest(
+                query=query, top_k=top_k, mode=mode, tags=tags, folders=folders,  # type: ignore[arg-type]
+                after=stamp(after), before=stamp(before), where=where, min_score=min_score,
+                min_similarity=min_similarity, sources=sources, kinds=kinds,  # type: ignore[arg-type]
+                path_prefix=path_prefix, files=files, explain=explain,
+            )
+        )  # fmt: skip
+
+    def search_answer(self, request: SearchRequest) -> SearchAnswer:
+        """The search as every surface answers it: the hits shaped by the request's
+        ``chunks``, ``snippet_chars`` and ``full_text`` (``to_dict`` is the wire form)."""
+        from dataclasses import replace
+
+        from vaultsearch.searchanswer import SearchAnswer
+
+        more = request.chunks > 1 and not request.explain  # the other passages ride on explain
+        hits = self._search(replace(request, explain=True) if more else request)
+        return SearchAnswer(request, hits)
+
+    def _search(self, request: SearchRequest) -> SearchHits:
+        from dataclasses import replace
+
+        from vaultsearch.models import SearchHits
+        from vaultsearch.request import check_shape, validate
         from vaultsearch.search.filters import Scope, SearchFilters
 
-        tags, folders, where = valid_strings(tags), valid_strings(folders), valid_strings(where)
+        texts = ("tags", "folders", "where", "sources", "kinds", "path_prefix", "files")
+        request = replace(request, **{n: valid_strings(getattr(request, n)) for n in texts})
+        r = check_shape(request)
+        if r.mode != "keyword" and self._orchestrator is None and self._index_fits_model():
+            self.embedder.load_in_background()  # while the index and its libraries open
+        r = validate(r, self._terms(r))
         scope = Scope.build(
-            valid_strings(sources),
-            valid_strings(kinds),
-            valid_strings(path_prefix),
-            valid_strings(files),
+            r.sources, r.kinds, r.path_prefix, r.files,
             known_sources=[s.name for s in self.config.sources],
-        )
+        )  # fmt: skip
         filters = SearchFilters.build(
-            tags=tags,
-            folders=folders,
-            after=after,
-            before=before,
-            where=where,
-            min_score=min_score,
-            scope=scope,
+            tags=r.tags, folders=r.folders, after=r.after, before=r.before, where=r.where,
+            min_score=r.min_score, scope=scope,
+        )  # fmt: skip
+        hits = self.orchestrator.search(
+            valid_text(r.query), top_k=r.top_k, mode=r.mode, filters=filters, explain=r.explain
         )
-        return self.orchestrator.search(
-            valid_text(query), top_k=top_k, mode=mode, filters=filters, explain=explain
-        )
+        if r.min_similarity is None:
+            return hits
+        kept = [h for h in hits if h.confidence >= r.min_similarity]
+        return SearchHits(kept, degraded=hits.degraded)
+
+    def _terms(self, request: SearchRequest) -> VaultTerms | None:
+        """The index's tags, folders and fields, read only when a filter names one."""
+        from vaultsearch.request import VaultTerms
+
+        if not (request.tags or request.folders or request.where):
+            return None
+        try:
+            return VaultTerms.of(self.orchestrator.snapshot().notes.values())
+        except IndexMissingError:
+            return None
 
     def _index_fits_model(self) -> bool:
         """An index exists and was built by the configured model: else the search fails

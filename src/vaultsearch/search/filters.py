@@ -15,9 +15,9 @@ from datetime import UTC, date, datetime, time
 from typing import Any
 
 from vaultsearch.errors import QueryError
+from vaultsearch.request import KINDS
 
 _GLOB_CHARS = set("*?[")
-KINDS = ("note", "code", "pdf", "text")
 VAULT = "vault"
 """The name a scope uses for the vault's own notes (their ``source`` is empty)."""
 
@@ -69,10 +69,18 @@ def tag_matches(wanted: str, tags: Iterable[str]) -> bool:
 
 def folder_matches(spec: str, path: str) -> bool:
     """Three forms: ``/a/b`` from the vault root, a glob over folder paths (matching a
-    folder or any of its ancestors), or a folder name anywhere."""
+    folder or any of its ancestors), or a folder name anywhere. A glob's trailing
+    ``/**`` (``hooks/**``, ``**/hooks/**``) means the folder and everything below it,
+    which matching ancestors already gives, so it is dropped rather than demanding a
+    subfolder."""
     folder = path.rsplit("/", 1)[0] if "/" in path else ""
     if any(c in spec for c in _GLOB_CHARS):
-        pattern = _folder_glob(spec.strip("/"))
+        glob = spec.strip("/")
+        while glob.endswith("/**"):
+            glob = glob[:-3]
+        if glob in ("", "**"):
+            return True
+        pattern = _folder_glob(glob)
         parts = folder.split("/") if folder else []
         return any(pattern.fullmatch("/".join(parts[:i])) for i in range(1, len(parts) + 1))
     if spec.startswith("/"):

@@ -22,9 +22,10 @@ from vaultsearch.embedding.endpoint import EndpointError
 from vaultsearch.embedding.rerank import Reranker, make_reranker
 from vaultsearch.errors import IndexCorruptError, IndexIncompatibleError, QueryError
 from vaultsearch.models import Hit, Passage, SearchHits, SourceKind
+from vaultsearch.request import KINDS, MAX_TOP_K, MODES
 from vaultsearch.search.confidence import Evidence, confidence, coverage, idf
 from vaultsearch.search.expansion import QueryExpander
-from vaultsearch.search.filters import KINDS, NoteMeta, SearchFilters
+from vaultsearch.search.filters import NoteMeta, SearchFilters
 from vaultsearch.search.query import ParsedQuery, parse_query, words
 from vaultsearch.search.ranking import Candidate, FusionSettings, complete, fuse
 from vaultsearch.search.snapshot import Snapshot
@@ -33,9 +34,6 @@ from vaultsearch.store.catalog import ChunkRow
 from vaultsearch.store.fuzzy import Expansion
 from vaultsearch.store.graph import neighbours
 from vaultsearch.store.layout import IndexLayout
-
-MODES = ("hybrid", "keyword", "semantic")
-MAX_TOP_K = 1000
 
 
 @dataclass(frozen=True, slots=True)

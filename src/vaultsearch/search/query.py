@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from vaultsearch.search.stopwords import STOPWORDS, content_words
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-_TOKEN = re.compile(r'(-?)"([^"]*)"|(\S+)')
+_TOKEN = re.compile(r'(?i:(tag|path)):"([^"]*)"|(-?)"([^"]*)"|(\S+)')
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +59,11 @@ def parse_query(query: str) -> ParsedQuery:
     tags: list[str] = []
     paths: list[str] = []
     for m in _TOKEN.finditer(query):
-        negated, phrase, token = m.group(1), m.group(2), m.group(3)
+        operator, quoted, negated, phrase, token = m.groups()
+        if operator is not None:  # path:"Team Notes": the quotes hold the value together
+            if quoted.strip():
+                (tags if operator.lower() == "tag" else paths).append(quoted.strip().lstrip("#"))
+            continue
         if phrase is not None:
             ws = tuple(words(phrase))
             if negated:

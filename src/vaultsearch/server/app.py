@@ -44,6 +44,7 @@ from vaultsearch.server.registry import build_tools
 from vaultsearch.server.resources import (
     note_resources,
     read_code,
+    register_chunk_template,
     register_code_template,
     register_note_template,
     resource_page,
@@ -127,6 +128,7 @@ class VaultServer(MCPServer[Any]):
         self.activity = activity
         register_note_template(self, vault_tools.browser)
         register_code_template(self, vault_tools.vault)
+        register_chunk_template(self, vault_tools.vault, vault_tools.browser)
 
     async def read_resource(self, uri: Any, context: Any = None) -> Any:
         """A ``code://`` file answers with its language's MIME type, ``text/x-python``."""

@@ -1,8 +1,9 @@
 """The OpenAPI 3.1 description of the REST routes (``GET /openapi.json``).
 
-Written out rather than generated: the routes take plain JSON, and a reader of this
-file sees the whole contract in one place. ``tests/test_rest.py`` checks it names
-every route and that real answers have the fields it promises.
+The search request and hit are generated from the models every surface shares
+(``search_schemas``); the other routes take plain JSON and are written out here.
+``tests/test_rest.py`` checks it names every route and that real answers have the
+fields it promises.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from vaultsearch import __version__
+from vaultsearch.request import MODES
 
 
 def _obj(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
@@ -126,35 +128,12 @@ SCHEMAS: dict[str, Any] = {
         },
         ["spec_version", "needs_rebuild", "reasons"],
     ),
-    "Filters": _obj(
-        {
-            "tags": {"type": "array", "items": _STR, "description": "Notes with all these tags."},
-            "folders": {"type": "array", "items": _STR},
-            "after": {**_STR, "description": "Dated on or after, YYYY-MM-DD."},
-            "before": {**_STR, "description": "Dated before, YYYY-MM-DD."},
-            "where": {"type": "object", "description": "Frontmatter field: value or values."},
-            "mode": {"enum": ["hybrid", "keyword", "semantic"]},
-            "min_score": {"type": "number"},
-        }
-    ),
-    "Hit": _obj(
-        {
-            "path": _STR,
-            "title": _STR,
-            "heading_path": _STR,
-            "start_line": _INT,
-            "end_line": _INT,
-            "snippet": _STR,
-            "highlights": {"type": "array", "items": {"type": "array", "items": _INT}},
-            "score": {"type": "number"},
-            "confidence": {"type": "number"},
-            "explain": {"type": "object", "description": "Each strategy's rank and score."},
-        },
-        ["path", "title", "start_line", "end_line", "snippet", "score"],
-    ),
     "Answer": _obj(
         {
+            "query": _STR,
+            "mode": {"enum": list(MODES)},
             "hits": {"type": "array", "items": _ref("Hit")},
+            "degraded": {**_STR, "description": "Set when an index could not be read."},
             "answer": _STR,
             "citations": {
                 "type": "array",
@@ -164,9 +143,28 @@ SCHEMAS: dict[str, Any] = {
                 ),
             },
         },
-        ["hits", "answer", "citations"],
+        ["query", "mode", "hits", "answer", "citations"],
     ),
 }
+
+
+def search_schemas() -> dict[str, Any]:
+    """The search request and hit, generated from the models every surface shares:
+    ``SearchRequest`` (also MCP's input schema) and the hit of ``SearchAnswer``."""
+    from vaultsearch.server.lean import compact_schema
+    from vaultsearch.server.schemas import SearchHit
+    from vaultsearch.server.searchargs import request_schema
+
+    request = request_schema()
+    props = request["properties"]
+    filters = {k: v for k, v in props.items() if k not in ("query", "top_k")}
+    body = {
+        **request,
+        "properties": {**props, "filters": {**_obj(filters), "description": "Older clients "
+                       "send the parameters here; the top level takes them all."}},
+    }  # fmt: skip
+    hit = compact_schema(SearchHit.model_json_schema())
+    return {"SearchRequest": body, "Hit": hit}
 
 
 def _get(summary: str, schema: str, **extra: Any) -> dict[str, Any]:
@@ -186,7 +184,7 @@ def openapi_spec() -> dict[str, Any]:
             "from this server's own page; off loopback every request needs the bearer token.",
         },
         "components": {
-            "schemas": SCHEMAS,
+            "schemas": {**SCHEMAS, **search_schemas()},
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
         "paths": {
@@ -267,23 +265,7 @@ def openapi_spec() -> dict[str, Any]:
                     "summary": "Search, with an extractive answer citing the hits.",
                     "requestBody": {
                         "required": True,
-                        "content": {
-                            "application/json": {
-                                "schema": _obj(
-                                    {
-                                        "query": _STR,
-                                        "top_k": {
-                                            **_INT,
-                                            "minimum": 1,
-                                            "maximum": 100,
-                                            "default": 5,
-                                        },
-                                        "filters": _ref("Filters"),
-                                    },
-                                    ["query"],
-                                )
-                            }
-                        },
+                        "content": {"application/json": {"schema": _ref("SearchRequest")}},
                     },
                     "responses": {
                         "200": _json(_ref("Answer"), "Hits and the answer."),

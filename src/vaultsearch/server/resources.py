@@ -16,6 +16,7 @@ from mcp.types import Resource
 
 from vaultsearch.browse import Browser
 from vaultsearch.errors import VaultsearchError
+from vaultsearch.uris import CHUNK_TEMPLATE, code_uri, note_uri, parse_lines
 
 if TYPE_CHECKING:
     from vaultsearch.vault import Vault
@@ -43,10 +44,6 @@ def resource_page(
     page = ordered[start : start + size]
     more = start + size < len(ordered)
     return page, ("after:" + quote(str(page[-1].uri), safe="") if more and page else None)
-
-
-def note_uri(path: str) -> str:
-    return "note://" + quote(path, safe="/")
 
 
 def register_note_template(server: MCPServer, browser: Browser) -> None:
@@ -101,10 +98,6 @@ def _plain(kind: str) -> str:
 CODE_TEMPLATE = "code://{source}/{+path}"
 
 
-def code_uri(source: str, path: str) -> str:
-    return f"code://{quote(source, safe='')}/{quote(path, safe='/')}"
-
-
 def register_code_template(server: MCPServer, vault: Vault) -> None:
     """Files of named sources; a read answers with ``text/x-{language}`` (the listing's
     template can name only one type, so ``VaultServer.read_resource`` sets it)."""
@@ -131,3 +124,35 @@ def read_code(vault: Vault, source: str, path: str) -> tuple[str, str]:
     except VaultsearchError as exc:
         raise ResourceNotFoundError(str(exc)) from exc
     return text, f"text/x-{note.language}" if note.language else _plain(note.kind)
+
+
+def register_chunk_template(server: MCPServer, vault: Vault, browser: Browser) -> None:
+    """The passage a search hit cites (its ``chunk_uri``): the lines as ``read_note`` or
+    ``read_source`` shows them, so the address stays good until the file changes."""
+
+    @server.resource(
+        CHUNK_TEMPLATE,
+        name="chunk",
+        title="Passage",
+        description="The lines of one search hit, by the chunk_uri search returns.",
+        mime_type="text/plain",
+        security=ResourceSecurity(exempt_params=frozenset({"path"})),
+    )
+    def read_chunk_resource(lines: str, path: str) -> str:
+        from vaultsearch.sourceread import passage_lines
+
+        span = parse_lines(lines)
+        if span is None:
+            raise ResourceNotFoundError(
+                f"{lines!r} is not a line range such as 12-20; use a hit's chunk_uri as given."
+            )
+        try:
+            _, file_lines = passage_lines(vault, browser, unquote(path))
+        except VaultsearchError as exc:
+            raise ResourceNotFoundError(str(exc)) from exc
+        start, end = span
+        if start > len(file_lines):
+            raise ResourceNotFoundError(
+                f"{unquote(path)} has {len(file_lines)} lines, not {start}; search again."
+            )
+        return "\n".join(file_lines[start - 1 : end])

@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +35,9 @@ from vaultsearch.indexing.overview import file_counts
 from vaultsearch.indexing.runner import IndexRunner, RunKind, RunSnapshot, shown_run
 from vaultsearch.models import Hit
 from vaultsearch.reload import ConfigFollower, flat_config, rebuild_keys
+from vaultsearch.request import SearchRequest
 from vaultsearch.search.extractive import Answer, extractive_answer
+from vaultsearch.searchanswer import lines_reader
 from vaultsearch.server.activity import Activity, ActivityLog, follow_runs
 from vaultsearch.server.chatanswer import AnswerEndpointError, chat_answer
 from vaultsearch.server.openapi import openapi_spec
@@ -50,7 +51,6 @@ KEEPALIVE_SECONDS = 15.0
 STORE_POLL_SECONDS = 1.0
 """How often an event stream looks at the run recorded in the index folder (a small
 JSON file) for runs of other processes, which send this one no events."""
-FILTER_KEYS = ("tags", "folders", "after", "before", "where", "mode", "min_score")
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -199,49 +199,26 @@ def schema_status(vault: Vault) -> dict[str, Any]:
 
 
 def query_documents(ctx: ControlContext, body: dict[str, Any]) -> dict[str, Any]:
-    _unknown(body, ("query", "top_k", "filters"), "query_documents")
-    query = body.get("query")
-    if not isinstance(query, str) or not query.strip():
-        raise BadRequest("'query' must be a non-empty string.")
-    top_k = body.get("top_k", 5)
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 100:
-        raise BadRequest("'top_k' must be an integer from 1 to 100.")
+    """Every search parameter is taken at the top level or, as older clients send them,
+    inside ``filters``; ``explain`` is on unless asked off (the answer cites its parts)."""
     filters = body.get("filters") or {}
     if not isinstance(filters, dict):
         raise BadRequest("'filters' must be a JSON object.")
-    _unknown(filters, FILTER_KEYS, "filters")
-    for key in ("tags", "folders"):
-        if isinstance(filters.get(key), str):
-            filters[key] = [filters[key]]
-    min_score = filters.get("min_score")
-    if min_score is not None and (
-        isinstance(min_score, bool)
-        or not isinstance(min_score, int | float)
-        or not math.isfinite(min_score)
-    ):
-        raise BadRequest("'filters.min_score' must be a number.")
-    mode = filters.get("mode", "hybrid")
-    if mode not in ("hybrid", "keyword", "semantic"):
-        raise BadRequest("'filters.mode' must be hybrid, keyword or semantic.")
-    hits = ctx.vault.search(
-        query,
-        top_k=top_k,
-        mode=mode,
-        tags=filters.get("tags"),
-        folders=filters.get("folders"),
-        after=filters.get("after"),
-        before=filters.get("before"),
-        where=filters.get("where"),
-        explain=True,
-        min_score=min_score,
-    )
+    top = {k: v for k, v in body.items() if k != "filters"}
+    SearchRequest.from_mapping(top, "query_documents")
+    SearchRequest.from_mapping(filters, "filters")
+    query = body.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise BadRequest("'query' must be a non-empty string.")
+    request = SearchRequest.from_mapping({"explain": True, **filters, **top}, "query_documents")
+    found = ctx.vault.search_answer(request)
+    hits = found.hits
     answer = _answer(ctx, query, hits)
     ctx.activity.add("search", f"{query!r}: {len(hits)} hits")
     return {
-        "hits": [h.to_dict() for h in hits],
+        **found.to_dict(lines_reader(ctx.vault)),
         "answer": answer.text,
         "citations": [c.to_dict() for c in answer.citations],
-        **({"degraded": hits.degraded} if hits.degraded else {}),
     }
 
 

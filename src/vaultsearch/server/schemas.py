@@ -48,7 +48,13 @@ class SearchHit(NoteRef):
         "below 0.1 no note is likely to answer (see matches_well).",
     )
     chunk_id: int | None = Field(default=None, description="The passage's chunk in the index.")
-    uri: str | None = Field(default=None, description="The note as a resource: note://path.")
+    uri: str | None = Field(
+        default=None, description="The whole file as a resource: note://path or code://source/path."
+    )
+    chunk_uri: str | None = Field(
+        default=None,
+        description="Just this passage as a resource (resources/read): chunk://start-end/path.",
+    )
     passages: list[dict[str, Any]] | None = Field(
         default=None, description="With chunks > 1: the note's next best passages."
     )

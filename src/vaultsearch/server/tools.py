@@ -19,26 +19,22 @@ from pydantic import BaseModel, Field
 from vaultsearch import listing
 from vaultsearch.answer import Answer
 from vaultsearch.browse import Browser
-from vaultsearch.errors import IndexMissingError, QueryError, VaultsearchError
+from vaultsearch.errors import IndexMissingError, VaultsearchError
 from vaultsearch.freshness import ChangeProbe, freshness
 from vaultsearch.models import SearchHits
+from vaultsearch.request import SearchRequest
 from vaultsearch.search.confidence import weak_answer
+from vaultsearch.searchanswer import SearchAnswer, lines_reader
 from vaultsearch.server import render
-from vaultsearch.server.hits import shape_hit
-from vaultsearch.server.schemas import (
-    NoteText,
-    SearchHit,
-    SearchResult,
-)
+from vaultsearch.server.schemas import NoteText, SearchResult
+from vaultsearch.server.searchargs import request_signature
 from vaultsearch.server.sessions import SearchSessions, SessionHit
-from vaultsearch.sourceread import passage_lines
 
 if TYPE_CHECKING:
     from vaultsearch.indexing.live import LiveIndex
     from vaultsearch.vault import Vault
 
 M = TypeVar("M", bound=BaseModel)
-Scalar = str | int | float | bool
 LINKS_SHOWN = 50
 """Links of each kind a read_note answer shows; the links tool pages through all."""
 PathArg = Annotated[str, Field(description="Vault-relative, as search returns it.")]
@@ -87,58 +83,23 @@ class VaultTools:
         f = freshness(self.vault, self.live.state, self.watching(), self.changes)
         return f.building, f.stale, f.message
 
-    def search(
-        self,
-        query: Annotated[str, Field(min_length=1, description="Words or a question.")],
-        top_k: Annotated[int, Field(ge=1, le=100)] = 10,
-        mode: Literal["hybrid", "keyword", "semantic"] = "hybrid",
-        tags: Annotated[
-            list[str] | str | None, Field(description="Notes with all these tags.")
-        ] = None,
-        folders: Annotated[
-            list[str] | str | None,
-            Field(description="Any of: name, /from/root, glob."),
-        ] = None,
-        after: Annotated[str | None, Field(description="Dated on/after, YYYY-MM-DD.")] = None,
-        before: Annotated[str | None, Field(description="Dated before, YYYY-MM-DD.")] = None,
-        where: Annotated[
-            dict[str, Scalar | list[Scalar]] | None,
-            Field(description="Frontmatter field: value or [values]."),
-        ] = None,
-        min_score: Annotated[float | None, Field(description="Drop hits scoring below.")] = None,
-        chunks: Annotated[int, Field(ge=1, le=5, description="Passages per note.")] = 1,
-        snippet_chars: Annotated[
-            int, Field(ge=0, le=2000, description="Snippet length; 0 for none.")
-        ] = 300,
-        full_text: Annotated[bool, Field(description="Whole passages, not snippets.")] = False,
-        explain: Annotated[bool, Field(description="Add score parts.")] = False,
-        sources: Annotated[list[str] | None, Field(description="Source names; 'vault'.")] = None,
-        kinds: Annotated[
-            list[Literal["note", "code", "pdf", "text"]] | None, Field(description="File kinds.")
-        ] = None,
-        path_prefix: Annotated[list[str] | None, Field(description="Path starts.")] = None,
-        files: Annotated[list[str] | None, Field(description="Exact paths.")] = None,
-    ) -> Annotated[CallToolResult, SearchResult]:
+    def search(self, **args: Any) -> CallToolResult:
+        """The arguments are ``SearchRequest``'s fields (``request_signature`` below)."""
         with agent_errors():
-            self._check_fields(where)
-            tags = [tags] if isinstance(tags, str) else tags  # agents often pass just one
-            folders = [folders] if isinstance(folders, str) else folders
+            request = SearchRequest(**args)
             building, stale, message = self.index_state()
             try:
-                hits = self.vault.search(
-                    query, top_k=top_k, mode=mode, tags=tags, folders=folders, after=after,
-                    before=before, where=where, explain=explain or chunks > 1, min_score=min_score,
-                    sources=sources, kinds=list(kinds) if kinds else None,
-                    path_prefix=path_prefix, files=files,
-                )  # fmt: skip
+                answer = self.vault.search_answer(request)
             except IndexMissingError:
-                hits, building, stale = SearchHits(), True, False
+                answer = SearchAnswer(request, SearchHits())
+                building, stale = True, False
                 message = "No index exists yet; it is being built now. Try again shortly."
+            hits = answer.hits
             weak = None if building else weak_answer([h.confidence for h in hits])
             message = " ".join(m for m in (hits.degraded, message) if m) or None
             session = self.sessions.add(
-                query,
-                mode,
+                request.query,
+                request.mode,
                 (
                     SessionHit(h.path, h.title, h.heading_path, h.start_line, h.end_line,
                                h.score, rank, h.chunk_id)
@@ -146,48 +107,14 @@ class VaultTools:
                 ),
             )  # fmt: skip
             result = SearchResult(
-                query=query,
-                mode=mode,
-                hits=[
-                    SearchHit(
-                        **shape_hit(
-                            h,
-                            self._lines(h.path) if full_text or chunks > 1 else None,
-                            chunks,
-                            snippet_chars,
-                            full_text,
-                            explain,
-                        )
-                    )
-                    for h in hits
-                ],
+                **answer.to_dict(lines_reader(self.vault, self.browser)),
                 index_building=building,
                 stale=stale,
                 matches_well=weak is None,
                 message=" ".join(m for m in (message, weak) if m) or None,
                 session_id=session.id,
-                degraded=hits.degraded,
             )
             return reply(result, render.search)
-
-    def _lines(self, path: str) -> list[str] | None:
-        """The note's file lines for passages; None when it went away since indexing."""
-        try:
-            return passage_lines(self.vault, self.browser, path)[1]
-        except VaultsearchError:
-            return None
-
-    def _check_fields(self, where: dict[str, Any] | None) -> None:
-        known = self.browser.frontmatter_fields() if where else None
-        if known is None or where is None:
-            return
-        unknown = sorted(set(where) - known)
-        if unknown:
-            listed = ", ".join(sorted(known)[:40])
-            raise QueryError(
-                f"No note has the frontmatter field(s) {', '.join(unknown)}; "
-                f"fields in this vault: {listed}."
-            )
 
     def read_note(
         self,
@@ -264,3 +191,6 @@ class VaultTools:
     ) -> CallToolResult:
         with agent_errors():
             return answered(listing.list_tags(self.browser, prefix, limit))
+
+
+request_signature(VaultTools.search, Annotated[CallToolResult, SearchResult])
