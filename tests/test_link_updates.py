@@ -13,6 +13,7 @@ from tests.conftest import write_files
 from vaultsearch import Vault
 from vaultsearch.indexing.linking import resolve_links
 from vaultsearch.store.catalog import Catalog
+from vaultsearch.store.derived.graph import GraphPart
 from vaultsearch.store.graph import build_graph, graph_data, load_graph
 from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.writer import copy_catalog
@@ -112,7 +113,9 @@ def test_incremental_links_and_graph_equal_resolving_and_building_everything(
             finally:
                 catalog.close()
             assert stored == _resolved_from_scratch(index_dir, tmp_path / "scratch.sqlite"), step
-            assert graph_data(load_graph(IndexLayout(index_dir).live.graph)) == built, step
+            assert (
+                graph_data(load_graph(GraphPart.location(IndexLayout(index_dir).live))) == built
+            ), step
             now = {(s, t, line): p for s, t, _, line, p in stored if path_of[s] not in touched}
             moved_elsewhere += sum(1 for k, p in now.items() if k in before and before[k] != p)
             before = {(s, t, line): p for s, t, _, line, p in stored}

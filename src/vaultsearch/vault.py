@@ -275,6 +275,8 @@ class Vault:
     def status(self) -> dict[str, Any]:
         """Counts from the generation readers search, as they will search it: the
         state file records what a writer meant, the snapshot what is there."""
+        from vaultsearch.store.derived import DERIVED  # the index stack, loaded by then
+
         self.require_index()
         snap = self.orchestrator.snapshot()
         generation = snap.generation
@@ -287,12 +289,8 @@ class Vault:
             "index_dir": str(self.index_dir),
             "notes": len(snap.notes),
             "chunks": len(snap.note_of_chunk),
-            "vectors": len(snap.vectors),
-            "sentences": len(snap.sentences),
-            "keyword_docs": len(snap.keywords),
+            **{k: v for c in DERIVED for k, v in c.status(snap.reader(c.name)).items()},
             "links": snap.catalog.count("links"),
-            "graph_edges": snap.graph.number_of_edges(),
-            "unresolved_links": int(snap.graph.graph.get("unresolved_links", 0)),
             "failed": failed,
             "model": embedding.get("model"),
             "dimension": embedding.get("dimension"),

@@ -6,7 +6,6 @@ the caller, ``generations.publish``) the pointer switched. See
 
 from __future__ import annotations
 
-import os
 import shutil
 import sqlite3
 from datetime import UTC, datetime
@@ -19,7 +18,6 @@ from vaultsearch.store.derived import DERIVED, Batch, DerivedIndex, DerivedSetti
 from vaultsearch.store.generations import create_generation
 from vaultsearch.store.layout import Generation, IndexLayout
 from vaultsearch.store.manifest import write_manifest, write_state
-from vaultsearch.store.segments import link_segments
 
 
 class GenerationWriter:
@@ -105,23 +103,11 @@ def clone_generation(layout: IndexLayout, source: Generation) -> Generation:
     with its own), Tantivy's and the vectors' segment files (never rewritten) by hard
     link."""
     target = generation_sharing_catalog(layout, source)
-    link_segments(source.vectors, target.vectors)
-    link_segments(source.sentences, target.sentences)
-    for path in (source.graph, source.manifest, source.state):
+    for cls in DERIVED:
+        cls.carry(source, target)
+    for path in (source.manifest, source.state):
         if path.is_file():
             shutil.copyfile(path, target.root / path.name)
-    if source.keywords.is_dir():
-        target.keywords.mkdir()
-        for f in source.keywords.iterdir():
-            if not f.is_file() or f.name.endswith(".lock"):
-                continue
-            if f.name.endswith(".json"):  # rewritten by every commit
-                shutil.copyfile(f, target.keywords / f.name)
-                continue
-            try:
-                os.link(f, target.keywords / f.name)
-            except OSError:
-                shutil.copyfile(f, target.keywords / f.name)
     return target
 
 
