@@ -57,8 +57,13 @@ class GraphPart:
 
     def level_with(self, catalog: Catalog) -> bool:
         """A crashed run left the catalog as it was published (its one transaction
-        rolled back), and the generation's graph is that generation's."""
-        return False
+        rolled back), and the generation's graph is that generation's; a graph whose
+        notes are not the catalog's (a generation's files that another run left) is
+        built whole at the commit."""
+        if self.graph is None or set(self.graph.nodes) == set(catalog.note_sources()):
+            return False
+        self.graph = None
+        return True
 
     def apply(self, batch: Batch) -> None:
         self.touched.update(batch.changed_paths)
@@ -70,6 +75,7 @@ class GraphPart:
         else:
             graph = self.graph
             present = catalog.paths_present(self.touched)
+            sources |= {n.id for p in present if (n := catalog.note_by_path(p)) is not None}
             update_graph(
                 graph,
                 self.touched - present,
