@@ -45,8 +45,9 @@ READER = textwrap.dedent(
         paths = {n.path for n in snap.notes.values()}
         if not (chunks == vectors == set(keywords) and len(keywords) == len(chunks)):
             return f"chunks {len(chunks)} vectors {len(vectors)} keywords {len(keywords)}"
-        if set(snap.reader("graph").graph.nodes) != paths:
-            return f"graph {snap.reader("graph").graph.number_of_nodes()} notes {len(paths)}"
+        graph = snap.reader("graph").graph
+        if set(graph.nodes) != paths:
+            return f"graph {graph.number_of_nodes()} notes {len(paths)}"
         return None
 
     vault = Vault.open(sys.argv[1], index_dir=sys.argv[2])
