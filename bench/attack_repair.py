@@ -38,6 +38,10 @@ from reliability_store import damage, replace_bytes  # noqa: E402
 from vaultsearch import Vault  # noqa: E402
 from vaultsearch.cli import main as cli_main  # noqa: E402
 from vaultsearch.errors import VaultsearchError  # noqa: E402
+from vaultsearch.store.derived.graph import GraphPart  # noqa: E402
+from vaultsearch.store.derived.keywords import KeywordPart  # noqa: E402
+from vaultsearch.store.derived.sentences import SentencePart  # noqa: E402
+from vaultsearch.store.derived.vectors import VectorPart  # noqa: E402
 from vaultsearch.store.embedcache import CACHE_ENV  # noqa: E402
 from vaultsearch.store.layout import IndexLayout  # noqa: E402
 from vaultsearch.store.lock import WriterLock  # noqa: E402
@@ -174,7 +178,7 @@ class Bench:
 
 
 def _segment(layout: IndexLayout, suffix: str) -> Path:
-    return next(layout.live.keywords.glob(f"*{suffix}"))
+    return next(KeywordPart.location(layout.live).glob(f"*{suffix}"))
 
 
 def failure6(b: Bench) -> list[Row]:
@@ -231,17 +235,23 @@ def _rows(layout: IndexLayout, index: str) -> Path:
 
 def failure7(b: Bench) -> list[Row]:
     rows = [
-        b.case("vectors.json (segment list) deleted", lambda lay: lay.live.vectors.unlink()),
-        b.case("vectors.json: 50 inverted bytes", lambda lay: flip(lay.live.vectors, 50, 0, 0)),
+        b.case(
+            "vectors.json (segment list) deleted",
+            lambda lay: VectorPart.location(lay.live).unlink(),
+        ),
+        b.case(
+            "vectors.json: 50 inverted bytes",
+            lambda lay: flip(VectorPart.location(lay.live), 50, 0, 0),
+        ),
         b.case(
             "a vector segment: 50 inverted bytes", lambda lay: flip(_rows(lay, "vectors"), 50, 0)
         ),
-        b.case("sentences.json deleted", lambda lay: lay.live.sentences.unlink()),
+        b.case("sentences.json deleted", lambda lay: SentencePart.location(lay.live).unlink()),
         b.case(
             "a sentence segment: 50 inverted bytes",
             lambda lay: flip(_rows(lay, "sentences"), 50, 0),
         ),
-        b.case("graph.json deleted", lambda lay: lay.live.graph.unlink()),
+        b.case("graph.json deleted", lambda lay: GraphPart.location(lay.live).unlink()),
         b.case(
             "Tantivy .idx: 20 inverted bytes",
             lambda lay: flip(_segment(lay, ".idx"), 20, 0, 0),
@@ -258,7 +268,7 @@ def failure7(b: Bench) -> list[Row]:
 def surfaces(b: Bench) -> list[Row]:
     """vectors.json deleted, as each surface reports it."""
     layout = b.fresh()
-    layout.live.vectors.unlink()
+    VectorPart.location(layout.live).unlink()
     rows: list[Row] = []
     with Vault.open(b.root, index_dir=b.work) as vault:
         hits = vault.search("glacier")

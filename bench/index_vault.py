@@ -21,6 +21,7 @@ from _report import SHARED, require, write_section
 from vaultsearch import Vault
 from vaultsearch.config import config_from_dict
 from vaultsearch.indexing.progress import LogProgress
+from vaultsearch.store.derived.vectors import VectorPart
 from vaultsearch.store.embedcache import CACHE_ENV
 from vaultsearch.store.segments import read_list
 
@@ -64,11 +65,11 @@ def main() -> None:
         )
         edited = vault.index()
 
-        vectors_before = len(read_list(vault.layout.live.vectors))
+        vectors_before = len(read_list(VectorPart.location(vault.layout.live)))
         victim = max(notes[: len(notes) // 2], key=lambda p: (vault_dir / p).stat().st_size)
         (vault_dir / victim).unlink()
         deleted = vault.index()
-        vectors_after = len(read_list(vault.layout.live.vectors))
+        vectors_after = len(read_list(VectorPart.location(vault.layout.live)))
 
         src = vault_dir / notes[len(notes) // 4]
         src.rename(src.with_name("renamed " + src.name))

@@ -101,7 +101,7 @@ def main() -> None:
         catalog.close()
     out: dict[str, dict[str, float]] = {}
     for name, reader in _variants(ids, vectors).items():
-        vault.orchestrator.snapshot().sentences = reader
+        vault.orchestrator.snapshot().readers["sentences"] = reader
         scores = run_eval(
             corpus, queries, qrels, modes=("semantic", "hybrid"), vault=vault, doc_of=doc_of
         )

@@ -140,7 +140,7 @@ def main() -> None:
         report = vault.manager().verify()
         snap = vault.orchestrator.snapshot()
         left = [p for p in snap.note_by_path if p.startswith("lib:")]
-        nodes = [n for n in snap.graph.nodes if str(n).startswith("lib:")]
+        nodes = [n for n in snap.reader("graph").graph.nodes if str(n).startswith("lib:")]
         after = per_source(vault)
         counts = report.counts
         vault.close()

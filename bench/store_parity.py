@@ -109,6 +109,8 @@ def copy_cost(index_dir: Path, runs: int = 3) -> None:
     import shutil
 
     from vaultsearch.store.atomic import fsync_tree
+    from vaultsearch.store.derived.keywords import KeywordPart
+    from vaultsearch.store.derived.vectors import VectorPart
     from vaultsearch.store.layout import IndexLayout
     from vaultsearch.store.writer import clone_generation
 
@@ -116,8 +118,10 @@ def copy_cost(index_dir: Path, runs: int = 3) -> None:
     live = layout.live
     sizes = {
         "catalog": live.catalog.stat().st_size,
-        "vectors": live.vectors.stat().st_size,
-        "keywords": sum(f.stat().st_size for f in live.keywords.iterdir() if f.is_file()),
+        "vectors": VectorPart.location(live).stat().st_size,
+        "keywords": sum(
+            f.stat().st_size for f in KeywordPart.location(live).iterdir() if f.is_file()
+        ),
     }
     times = []
     for _ in range(runs):

@@ -28,6 +28,7 @@ from vaultsearch.evaluation import mrr_at_k, ndcg_at_k, recall_at_k
 from vaultsearch.search.orchestrator import QueryOrchestrator, Retrieved
 from vaultsearch.search.query import parse_query
 from vaultsearch.search.ranking import FusionSettings
+from vaultsearch.store.derived import Query
 from vaultsearch.vault import Vault
 
 K = 400
@@ -138,13 +139,18 @@ class Dataset:
         """The keyword branch re-run with other field boosts (fusion input changes, nothing else)."""
         if boosts not in self._keyword:
             snap = self.orchestrator.snapshot()
-            merged = {**snap.boosts, **dict(boosts)}
+            merged = {**dict(snap.settings.boosts), **dict(boosts)}
             out = {}
             for q, r in self.retrieved.items():
                 p = parse_query(self.queries[q])
-                out[q] = snap.keywords.search(
-                    p.keyword_terms, p.phrases, p.excluded, merged, K, None, r.expansions
+                query = Query(
+                    terms=tuple(p.keyword_terms),
+                    phrases=tuple(tuple(x) for x in p.phrases),
+                    excluded=tuple(p.excluded),
+                    expansions=r.expansions,
+                    boosts=merged,
                 )
+                out[q] = snap.reader("keywords").search(query, K, None)
             self._keyword[boosts] = out
         return self._keyword[boosts]
 
@@ -171,8 +177,8 @@ class Dataset:
                 lambda x: orch.rank(snap, x, mode, settings=trial.settings),
                 snap.note_of_chunk,
                 self.query_vectors()[qid] if trial.variant[:1] == ("prf",) else np.zeros(0),
-                lambda ids: snap.vectors.vectors_of(ids)[1],
-                lambda v, k: snap.vectors.search(v, k),
+                lambda ids: snap.reader("vectors").vectors_of(ids)[1],
+                lambda v, k: snap.reader("vectors").nearest(v, k),
             )[:100]
             out[qid] = list(
                 dict.fromkeys(self.doc_of.get(snap.notes[c.note_id].path, "") for c in ranked)
@@ -202,7 +208,7 @@ class Dataset:
         """Memoised on what can change this dataset's ranking (a vault without links
         ignores the graph share, SciFact's depth is fixed by its top 100)."""
         s = trial.settings
-        graph = s.graph_share if self.orchestrator.snapshot().has_links else 0.0
+        graph = s.graph_share if len(self.orchestrator.snapshot().reader("graph")) else 0.0
         key = (
             s.method, tuple(sorted(s.weights.items())), s.rrf_k, s.normalisation,
             s.chunk_share, graph, s.graph_top, s.recency_tiers, self.depth(trial), trial.boosts,

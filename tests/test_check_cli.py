@@ -11,6 +11,9 @@ import pytest
 from tests.conftest import embeddings, live_catalog, run_check, write_files
 from vaultsearch import Vault
 from vaultsearch.cli import main
+from vaultsearch.store.derived.graph import GraphPart
+from vaultsearch.store.derived.keywords import KeywordPart
+from vaultsearch.store.derived.vectors import VectorPart
 from vaultsearch.store.keywords import KeywordIndex
 from vaultsearch.store.layout import IndexLayout
 
@@ -59,7 +62,7 @@ def test_deleted_vectors_are_reported_and_repaired(
     indexed: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     root, index_dir = indexed
-    (IndexLayout(index_dir).live.vectors).unlink()
+    (VectorPart.location(IndexLayout(index_dir).live)).unlink()
     run = run_check(root, index_dir)
     assert run.returncode == 1
     assert run.stdout.startswith("inconsistent")
@@ -72,7 +75,7 @@ def test_a_missing_keyword_document_is_reported_and_repaired(
     indexed: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     root, index_dir = indexed
-    keywords = KeywordIndex(IndexLayout(index_dir).live.keywords)
+    keywords = KeywordIndex(KeywordPart.location(IndexLayout(index_dir).live))
     keywords.delete_paths(["two.md"])
     keywords.commit()
     code, out = check(root, index_dir, capsys)
@@ -87,7 +90,7 @@ def test_a_lost_graph_is_repaired(
     indexed: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     root, index_dir = indexed
-    (IndexLayout(index_dir).live.graph).unlink()
+    (GraphPart.location(IndexLayout(index_dir).live)).unlink()
     code, out = check(root, index_dir, capsys)
     assert code == 1
     assert "graph: unreadable" in out

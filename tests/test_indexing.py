@@ -9,6 +9,9 @@ import pytest
 
 from tests.conftest import WriteVault, bump_mtime
 from vaultsearch import Vault
+from vaultsearch.store.derived.graph import GraphPart
+from vaultsearch.store.derived.keywords import KeywordPart
+from vaultsearch.store.derived.vectors import VectorPart
 from vaultsearch.store.graph import load_graph
 from vaultsearch.store.keywords import KeywordIndex
 from vaultsearch.store.segments import read_list
@@ -47,11 +50,11 @@ def vault(write_vault: WriteVault, embedder: object) -> Vault:
 
 
 def _vector_count(v: Vault) -> int:
-    return len(read_list(v.layout.live.vectors))
+    return len(read_list(VectorPart.location(v.layout.live)))
 
 
 def _keyword_ids(v: Vault) -> list[int]:
-    return KeywordIndex(v.layout.live.keywords).all_chunk_ids()
+    return KeywordIndex(KeywordPart.location(v.layout.live)).all_chunk_ids()
 
 
 def test_first_index_then_nothing_to_do(vault: Vault) -> None:
@@ -71,13 +74,13 @@ def test_first_index_then_nothing_to_do(vault: Vault) -> None:
 
 def test_same_file_name_in_two_folders_is_two_notes(vault: Vault) -> None:
     vault.index()
-    graph = load_graph(vault.layout.live.graph)
+    graph = load_graph(GraphPart.location(vault.layout.live))
     assert {"one/README.md", "two/README.md"} <= set(graph.nodes)
 
 
 def test_graph_edges_from_real_links_only(vault: Vault) -> None:
     vault.index()
-    g = load_graph(vault.layout.live.graph)
+    g = load_graph(GraphPart.location(vault.layout.live))
     assert g.has_edge("Alpha.md", "Beta.md")
     assert g.has_edge("Beta.md", "Alpha.md")  # through the alias [[alpha]]
     assert g.edges["Alpha.md", "sub/Gamma Ray.md"]["embeds"] == 1
@@ -108,7 +111,7 @@ def test_delete_removes_everywhere(vault: Vault) -> None:
     assert summary.removed == 1
     assert _vector_count(vault) < before_vectors
     assert len(_keyword_ids(vault)) == _vector_count(vault)
-    assert "Beta.md" not in load_graph(vault.layout.live.graph)
+    assert "Beta.md" not in load_graph(GraphPart.location(vault.layout.live))
     assert not vault.search("cats dogs", mode="keyword")
     assert vault.manager().verify().ok
 
@@ -124,7 +127,7 @@ def test_rename_moves_without_reembedding(vault: Vault) -> None:
     assert summary.added == summary.removed == 0
     hits = vault.search("photons", mode="keyword")
     assert [h.path for h in hits] == ["physics/Gamma Rays Renamed.md"]
-    g = load_graph(vault.layout.live.graph)
+    g = load_graph(GraphPart.location(vault.layout.live))
     assert "sub/Gamma Ray.md" not in g and "physics/Gamma Rays Renamed.md" in g
     assert vault.manager().verify().ok
 
@@ -157,8 +160,8 @@ def test_broken_files_are_recorded_not_fatal(write_vault: WriteVault, embedder: 
 def test_damaged_derived_indexes_are_rebuilt_without_the_model(vault: Vault) -> None:
     vault.index()
     chunks = vault.status()["chunks"]
-    vault.layout.live.vectors.unlink()
-    vault.layout.live.graph.unlink()
+    VectorPart.location(vault.layout.live).unlink()
+    GraphPart.location(vault.layout.live).unlink()
     summary = vault.index()
     assert summary.chunks_embedded == 0
     assert any("vectors" in r for r in summary.repaired)
@@ -242,7 +245,7 @@ def test_dendron_label_first_links_become_edges(write_vault: WriteVault, embedde
     )
     v = Vault.open(root)
     v.index()
-    g = load_graph(v.layout.live.graph)
+    g = load_graph(GraphPart.location(v.layout.live))
     assert set(g.successors("dendron.topic.md")) == {
         "dendron.topic.publish.md",
         "dendron.topic.other.md",

@@ -16,6 +16,7 @@ from vaultsearch import Vault
 from vaultsearch.indexing.linking import resolve_links
 from vaultsearch.store.catalog import Catalog
 from vaultsearch.store.derived import graph as derived_graph
+from vaultsearch.store.derived.graph import GraphPart
 from vaultsearch.store.graph import build_graph, graph_data, load_graph, read_delta
 from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.manifest import read_state
@@ -112,12 +113,14 @@ def test_incremental_links_and_graph_equal_resolving_and_building_everything(
         before: dict[tuple[int, str, int], str | None] = {}
         for step in range(25):
             touched = _step(rng, root, files)
-            base = IndexLayout(index_dir).live.graph.stat()
+            base = GraphPart.location(IndexLayout(index_dir).live).stat()
             vault.index()
             live = IndexLayout(index_dir).live
-            compactions += not read_delta(live.graph)[1]
-            if read_delta(live.graph)[1]:
-                assert live.graph.stat().st_ino == base.st_ino, step  # linked, not written
+            compactions += not read_delta(GraphPart.location(live))[1]
+            if read_delta(GraphPart.location(live))[1]:
+                assert GraphPart.location(live).stat().st_ino == base.st_ino, (
+                    step
+                )  # linked, not written
             catalog = Catalog(IndexLayout(index_dir).live.catalog, readonly=True)
             try:
                 stored = _stored(catalog)
@@ -126,7 +129,7 @@ def test_incremental_links_and_graph_equal_resolving_and_building_everything(
             finally:
                 catalog.close()
             assert stored == _resolved_from_scratch(index_dir, tmp_path / "scratch.sqlite"), step
-            loaded = load_graph(live.graph)
+            loaded = load_graph(GraphPart.location(live))
             assert graph_data(loaded) == built, step
             state = read_state(live.root) or {}
             assert state["links"] == loaded.number_of_edges(), step

@@ -40,13 +40,14 @@ READER = textwrap.dedent(
 
     def whole(snap):
         chunks = set(snap.note_of_chunk)
-        vectors = set(snap.vectors.ids().tolist())
-        keywords = snap.keywords.all_chunk_ids()
+        vectors = set(snap.reader("vectors").ids().tolist())
+        keywords = snap.reader("keywords").all_chunk_ids()
         paths = {n.path for n in snap.notes.values()}
         if not (chunks == vectors == set(keywords) and len(keywords) == len(chunks)):
             return f"chunks {len(chunks)} vectors {len(vectors)} keywords {len(keywords)}"
-        if set(snap.graph.nodes) != paths:
-            return f"graph {snap.graph.number_of_nodes()} notes {len(paths)}"
+        graph = snap.reader("graph").graph
+        if set(graph.nodes) != paths:
+            return f"graph {graph.number_of_nodes()} notes {len(paths)}"
         return None
 
     vault = Vault.open(sys.argv[1], index_dir=sys.argv[2])

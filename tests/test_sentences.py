@@ -13,6 +13,7 @@ from vaultsearch import Vault
 from vaultsearch.embedding.embedder import Embedder
 from vaultsearch.parsers.sentences import MAX_UNITS, sentence_units, unit_texts
 from vaultsearch.store.catalog import SENTENCE_BITS
+from vaultsearch.store.derived.sentences import SentencePart
 from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.segments import open_segments
 from vaultsearch.store.vectors import SegmentedVectors
@@ -68,7 +69,7 @@ def _held(path: Path) -> SegmentedVectors:
 
 def _rows(index_dir: Path) -> dict[int, list[int]]:
     """Chunk id -> the unit numbers the live sentence index holds for it."""
-    ids = _held(IndexLayout(index_dir).live.sentences).ids().tolist()
+    ids = _held(SentencePart.location(IndexLayout(index_dir).live)).ids().tolist()
     out: dict[int, list[int]] = {}
     for i in sorted(ids):
         out.setdefault(i >> SENTENCE_BITS, []).append(i & ((1 << SENTENCE_BITS) - 1))
@@ -94,12 +95,12 @@ def test_the_index_holds_each_unit_of_each_chunk_through_edits(
         (bee_chunk,) = snap.chunks_by_note[bees].tolist()
         (tool_chunk,) = snap.chunks_by_note[tool].tolist()
         assert rows == {bee_chunk: [0, 1, 2], tool_chunk: [0]}
-        held = _held(IndexLayout(vault.index_dir).live.sentences)
+        held = _held(SentencePart.location(IndexLayout(vault.index_dir).live))
         stored = held.vectors_of([bee_chunk << SENTENCE_BITS | 1])[1][0]
         alone = embedder.embed_texts(["A colony can hold fifty thousand workers."])[0]
         assert float(stored @ alone / np.linalg.norm(alone)) > 0.999
         code = held.vectors_of([tool_chunk << SENTENCE_BITS])[1][0]
-        assert float(code @ snap.vectors.vectors_of([tool_chunk])[1][0]) > 0.999
+        assert float(code @ snap.reader("vectors").vectors_of([tool_chunk])[1][0]) > 0.999
 
         (root / "Bees.md").write_text(NOTE.replace("The queen lays the eggs.", ""))
         bump_mtime(root / "Bees.md")

@@ -154,7 +154,7 @@ def test_git_source_indexes_tracked_files_of_the_branch(indexed: Vault) -> None:
 
 
 def test_links_resolve_within_their_source(indexed: Vault) -> None:
-    graph = indexed.orchestrator.snapshot().graph
+    graph = indexed.orchestrator.snapshot().reader("graph").graph
     assert graph.has_edge("Home.md", "index.md")
     assert graph.has_edge("lib:README.md", "lib:index.md")
     assert not graph.has_edge("lib:README.md", "index.md")
@@ -230,8 +230,10 @@ def test_new_commit_reembeds_only_changed_chunks_and_removal_leaves_nothing(
     assert report.ok, report.problems
     snap = vault.orchestrator.snapshot()
     assert not [p for p in snap.note_by_path if p.startswith("lib:")]
-    assert not [n for n in snap.graph.nodes if str(n).startswith("lib:")]
-    assert len(snap.vectors) == len(snap.keywords) == len(snap.note_of_chunk) == 4
+    assert not [n for n in snap.reader("graph").graph.nodes if str(n).startswith("lib:")]
+    assert (
+        len(snap.reader("vectors")) == len(snap.reader("keywords")) == len(snap.note_of_chunk) == 4
+    )
     assert not (vault.manager().sources.clones / "lib").exists()
     assert vault.check().status == "current"
     vault.close()

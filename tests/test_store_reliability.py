@@ -30,6 +30,11 @@ from vaultsearch import Vault
 from vaultsearch.cli import main
 from vaultsearch.errors import IndexCorruptError
 from vaultsearch.store.catalog import open_catalog_for_reading
+from vaultsearch.store.derived import derived
+from vaultsearch.store.derived.graph import GraphPart
+from vaultsearch.store.derived.keywords import KeywordPart
+from vaultsearch.store.derived.sentences import SentencePart
+from vaultsearch.store.derived.vectors import VectorPart
 from vaultsearch.store.embedcache import EmbeddingCache
 from vaultsearch.store.generations import hold_current
 from vaultsearch.store.layout import IndexLayout
@@ -148,7 +153,7 @@ def test_searching_during_full_rebuilds_never_sees_a_partial_index(
 
 
 def _segment_file(index_dir: Path, suffix: str) -> Path:
-    return next(IndexLayout(index_dir).live.keywords.glob(f"*{suffix}"))
+    return next(KeywordPart.location(IndexLayout(index_dir).live).glob(f"*{suffix}"))
 
 
 def _vector_file(index_dir: Path, index: str, suffix: str) -> Path:
@@ -180,16 +185,16 @@ def _replace_bytes(path: Path, data: bytes) -> None:
 
 DAMAGED = {
     "catalog-truncate": (lambda d: IndexLayout(d).live.catalog, "truncate"),
-    "vectors-bitflip": (lambda d: IndexLayout(d).live.vectors, "bitflip"),
+    "vectors-bitflip": (lambda d: VectorPart.location(IndexLayout(d).live), "bitflip"),
     "vector-rows-bitflip": (lambda d: _vector_file(d, "vectors", ".rows.npy"), "bitflip"),
     "vector-ids-delete": (lambda d: _vector_file(d, "vectors", ".ids.npy"), "delete"),
     "sentence-rows-truncate": (lambda d: _vector_file(d, "sentences", ".rows.npy"), "truncate"),
     "sentence-ids-bitflip": (lambda d: _vector_file(d, "sentences", ".ids.npy"), "bitflip"),
-    "sentences-list-delete": (lambda d: IndexLayout(d).live.sentences, "delete"),
+    "sentences-list-delete": (lambda d: SentencePart.location(IndexLayout(d).live), "delete"),
     "term-bitflip": (lambda d: _segment_file(d, ".term"), "bitflip"),
     "store-truncate": (lambda d: _segment_file(d, ".store"), "truncate"),
-    "meta-delete": (lambda d: IndexLayout(d).live.keywords / "meta.json", "delete"),
-    "graph-bitflip": (lambda d: IndexLayout(d).live.graph, "bitflip"),
+    "meta-delete": (lambda d: KeywordPart.location(IndexLayout(d).live) / "meta.json", "delete"),
+    "graph-bitflip": (lambda d: GraphPart.location(IndexLayout(d).live), "bitflip"),
     "state-delete": (lambda d: IndexLayout(d).live.state, "delete"),
     "pointer-delete": (lambda d: IndexLayout(d).pointer, "delete"),
 }
@@ -521,7 +526,7 @@ def test_a_damaged_vector_file_is_never_a_silent_answer(
     root, index_dir = indexed
     with Vault.open(root, index_dir=index_dir) as vault:
         keyword = [h.path for h in vault.search("glacier", mode="keyword")]
-    vectors = IndexLayout(index_dir).live.vectors
+    vectors = VectorPart.location(IndexLayout(index_dir).live)
     if how == "delete":
         vectors.unlink()
     else:
@@ -555,7 +560,7 @@ def test_the_mcp_search_tool_says_its_answer_is_degraded(indexed: tuple[Path, Pa
 
     root, index_dir = indexed
     layout = IndexLayout(index_dir)
-    layout.live.vectors.unlink()
+    VectorPart.location(layout.live).unlink()
     args = ["-m", "vaultsearch.cli", "mcp", str(root), "--index-dir", str(index_dir), "--no-watch"]
     params = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ))
 
@@ -660,7 +665,7 @@ def test_tombstones_that_disagree_with_the_catalog_are_found_and_repaired(
     write_files(root, {"f0/Note 000.md": note(0, version=3)})
     with Vault.open(root, index_dir=index_dir) as vault:
         vault.index()
-    path = getattr(IndexLayout(index_dir).live, index)
+    path = derived(index).location(IndexLayout(index_dir).live)
     listing = json.loads(path.read_text())
     assert any(seg["dead"] for seg in listing["segments"])
     for seg in listing["segments"]:

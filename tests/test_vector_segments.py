@@ -17,7 +17,9 @@ from tests.corpus import WORDS
 from vaultsearch import Vault
 from vaultsearch.search.snapshot import Snapshot
 from vaultsearch.store.catalog import SENTENCE_BITS
+from vaultsearch.store.derived import derived
 from vaultsearch.store.derived.sentences import SentenceVectors
+from vaultsearch.store.derived.vectors import VectorPart
 from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.segments import MAX_DEAD, MAX_SEGMENTS, Entry, Segment, read_list
 from vaultsearch.store.vectors import SegmentedVectors, normalize
@@ -61,9 +63,9 @@ def test_an_edit_links_the_segments_it_keeps_and_writes_only_its_rows(vault: Vau
     new = set(after) - set(before)
     assert {n.split("-")[0] for n in new} == {"vectors", "sentences"}
     for index in ("vectors", "sentences"):
-        first, added = read_list(getattr(vault.layout.live, index)).segments
+        first, added = read_list(derived(index).location(vault.layout.live)).segments
         assert first.dead and added.rows and not added.dead  # the old rows tombstoned
-    vectors = read_list(vault.layout.live.vectors).segments
+    vectors = read_list(VectorPart.location(vault.layout.live)).segments
     assert (len(vectors[0].dead), vectors[1].rows) == (1, 1)  # note 3 is one chunk
     status = vault.status()
     assert (status["vectors"], status["chunks"]) == (old["vectors"], old["chunks"])
@@ -74,24 +76,24 @@ def test_compaction_bounds_segments_and_dead_rows_and_leaves_readers_alone(
     vault: Vault,
 ) -> None:
     held = Snapshot.open(vault.layout, vault.config)
-    query = normalize(held.vectors.segments[0].rows[0])[0]
-    seen = held.vectors.search(query, 10)
+    query = normalize(held.reader("vectors").vectors.segments[0].rows[0])[0]
+    seen = held.reader("vectors").nearest(query, 10)
     for version in range(1, 2 * MAX_SEGMENTS + 2):
         edit(vault.root, version % 4, version)  # four notes, again and again: dead rows
         vault.index()
         for index in ("vectors", "sentences"):
-            listing = read_list(getattr(vault.layout.live, index))
+            listing = read_list(derived(index).location(vault.layout.live))
             assert len(listing.segments) <= MAX_SEGMENTS
             for entry in listing.segments:
                 assert len(entry.dead) <= MAX_DEAD * entry.rows
-    assert held.vectors.search(query, 10) == seen  # the held generation is never written
+    assert held.reader("vectors").nearest(query, 10) == seen  # the held generation is never written
     held.close()
     assert vault.manager().verify().ok
     catalog = live_catalog(vault.index_dir)
     want = sorted(catalog.chunk_ids())
     catalog.close()
     snap = Snapshot.open(vault.layout, vault.config)
-    assert sorted(snap.vectors.ids().tolist()) == want
+    assert sorted(snap.reader("vectors").ids().tolist()) == want
     snap.close()
 
 
@@ -169,13 +171,13 @@ def test_a_built_index_ranks_as_flat_numpy_over_the_catalog_embeddings(vault: Va
     key = settings_of(vault.layout.live, vault.config).embedding_key
     stored = normalize(catalog.vectors_by_ids(key, 384, ids.tolist()))
     catalog.close()
-    assert len(read_list(vault.layout.live.vectors).segments) > 1
+    assert len(read_list(VectorPart.location(vault.layout.live)).segments) > 1
     embedder = vault.orchestrator.embedder
     snap = Snapshot.open(vault.layout, vault.config)
     try:
         for word in WORDS:
             query = embedder.embed_query(f"notes about the {word}")
-            got = snap.vectors.search(query, 10)
+            got = snap.reader("vectors").nearest(query, 10)
             cosines = stored @ normalize(query)[0]
             assert [s for _, s in got] == pytest.approx(np.sort(cosines)[::-1][:10], abs=1e-6)
             assert all(a[1] >= b[1] for a, b in itertools.pairwise(got))

@@ -285,14 +285,15 @@ def similar_notes(snap: Snapshot, note_id: int, limit: int = 10) -> list[tuple[i
 
     The vectors come back out of the index itself, so this costs no model call."""
     ids = snap.chunks_by_note.get(note_id)
-    if ids is None or not len(ids) or not len(snap.vectors):
+    chunk_vectors = snap.reader("vectors")
+    if ids is None or not len(ids) or not len(chunk_vectors):
         return []
-    held, vectors = snap.vectors.vectors_of(ids)
+    held, vectors = chunk_vectors.vectors_of(ids)
     if len(held) != len(ids):  # a chunk without a vector: the index is mid-repair
         return []
-    k = min(len(snap.vectors), len(ids) + limit * 8)
+    k = min(len(chunk_vectors), len(ids) + limit * 8)
     best: dict[int, float] = {}
-    for cid, score in snap.vectors.search(vectors.mean(axis=0), k):
+    for cid, score in chunk_vectors.nearest(vectors.mean(axis=0), k):
         nid = snap.note_of_chunk.get(cid)
         if nid is not None and nid != note_id:
             best.setdefault(nid, score)
@@ -427,7 +428,11 @@ class Browser:
             start_line, end_line, found = heading_lines(note.headings, len(lines), heading)
         part = slice_lines(lines, start_line, end_line, context)
         snap = self.snapshot()
-        links = link_neighbourhood(snap.graph, rel) if snap is not None else Related(rel, rel)
+        links = (
+            link_neighbourhood(snap.reader("graph").graph, rel)
+            if snap is not None
+            else Related(rel, rel)
+        )
         return NoteRead(
             rel,
             note.title,
@@ -448,7 +453,7 @@ class Browser:
         snap = self.snapshot()
         if snap is None:
             return None
-        links = link_neighbourhood(snap.graph, rel, depth)
+        links = link_neighbourhood(snap.reader("graph").graph, rel, depth)
         nid = snap.note_by_path.get(rel)
         similar = similar_notes(snap, nid, limit) if nid is not None else []
         found = tuple(

@@ -60,7 +60,7 @@ def links(
     base: dict[str, Any] = {"kind": kind, "path": rel}
     if snap is None:
         return answer({**base, "items": [], "total": 0, "message": NO_INDEX}, [NO_INDEX])
-    g = snap.graph
+    g = snap.reader("graph").graph
     items: list[dict[str, Any]]
     if kind == "path":
         assert rel is not None and goal is not None

@@ -284,6 +284,8 @@ class Vault:
         links, broken links: the numbers every surface shows) from the snapshot's
         catalog, and beside them the derived indexes' own sizes (vectors, keyword
         documents, graph edges), which ``check`` compares with those."""
+        from vaultsearch.store.derived import DERIVED  # the index stack, loaded by then
+
         self.require_index()
         snap = self.orchestrator.snapshot()
         generation = snap.generation
@@ -295,11 +297,9 @@ class Vault:
         return {
             "vault": str(self.root),
             "index_dir": str(self.index_dir),
+            **{k: v for c in DERIVED for k, v in c.status(snap.reader(c.name)).items()},
             **counts.to_dict(),
             "counts_line": counts.line(),
-            "vectors": len(snap.vectors),
-            "keyword_docs": len(snap.keywords),
-            "graph_edges": snap.graph.number_of_edges(),
             "failed": failed,
             "model": embedding.get("model"),
             "dimension": embedding.get("dimension"),

@@ -46,7 +46,7 @@ from vaultsearch.sourceconfig import VAULT_SOURCE
 from vaultsearch.store.atomic import atomic_write_json, temp_target
 from vaultsearch.store.catalog import Catalog, checkpoint, open_catalog_for_reading
 from vaultsearch.store.counts import IndexCounts, current_counts
-from vaultsearch.store.derived import Batch, DerivedSettings
+from vaultsearch.store.derived import DERIVED, Batch, DerivedSettings
 from vaultsearch.store.embedcache import EmbeddingCache, default_cache_dir
 from vaultsearch.store.generations import (
     create_generation,
@@ -913,14 +913,8 @@ def _looks_whole(generation: Generation, catalog: Catalog) -> bool:
     """A cheap look (files there, state level with the catalog) deciding whether a run
     with no file changes may skip writing; ``check`` is the thorough one."""
     state = read_state(generation.root) or {}
-    files = (
-        generation.vectors,
-        generation.sentences,
-        generation.graph,
-        generation.keywords / "meta.json",
-    )
     return (
-        all(f.is_file() for f in files)
+        all(cls.written(generation) for cls in DERIVED)
         and state.get("generation") == catalog.generation
         and state.get("chunks") == catalog.count("chunks")
         and state.get("vectors") == state.get("chunks") == state.get("keyword_docs")

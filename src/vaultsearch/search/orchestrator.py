@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import cast
@@ -31,8 +32,8 @@ from vaultsearch.search.ranking import Candidate, FusionSettings, complete, fuse
 from vaultsearch.search.snapshot import Snapshot
 from vaultsearch.search.snippets import make_snippet
 from vaultsearch.store.catalog import ChunkRow
+from vaultsearch.store.derived import DERIVED, DerivedIndex, Query
 from vaultsearch.store.fuzzy import Expansion
-from vaultsearch.store.graph import neighbours
 from vaultsearch.store.layout import IndexLayout
 
 
@@ -200,63 +201,88 @@ class QueryOrchestrator:
     ) -> Retrieved:
         """Each branch's top-k chunks: the expensive, cacheable half.
 
-        In hybrid mode the keyword search runs on the pool while this thread embeds the
-        query and scans FAISS. The keyword side finishes first, so once the query vector
-        exists it also scores what it found (the best sentence of its chunks, the cosine
-        of its notes' chunks) under the FAISS scan: the sentence branch and the
-        completion then add little after the two meet (the sentences of the semantic
-        chunks alone)."""
+        The derived indexes a mode reads (``DERIVED``, by role): the lexical branches run
+        on the pool while this thread embeds the query and runs the dense ones. The
+        lexical side finishes first, so once the query vector exists it also scores what
+        it found (the re-scorers on its chunks, the completing branches on its notes'
+        chunks) under the vector scan: the re-scorers and the completion then add little
+        after the two meet (the re-scorers on the dense branches' chunks alone)."""
         timings: dict[str, float] = {}
         allowed = snap.chunks_of_notes(allowed_notes)
-        terms = parsed.keyword_terms
         widened: list[Expansion] = []
-        semantic_on = mode in ("hybrid", "semantic")
-        keyword_on = mode in ("hybrid", "keyword") and not parsed.empty
-        sentences_on = (
-            semantic_on and bool(len(snap.sentences)) and bool(self.config.search.sentence_weight)
+        weights = FusionSettings.from_config(self.config.search, mode).weights
+        used = [c for c in DERIVED if mode in c.modes]
+        dense = [c for c in used if c.role == "branch" and _takes_vector(c)]
+        lexical = [c for c in used if c.role == "branch" and not _takes_vector(c)]
+        lexical = lexical if not parsed.empty else []
+        rescorers = [
+            c
+            for c in used
+            if c.role == "rescore"
+            and (dense or not _takes_vector(c))
+            and len(snap.readers[c.name])
+            and bool(weights.get(c.branch, 1.0))
+        ]
+        completing = [c for c in dense if c.completes] if lexical else []
+        query = Query(
+            text=parsed.text,
+            terms=tuple(parsed.keyword_terms),
+            phrases=tuple(tuple(p) for p in parsed.phrases),
+            excluded=tuple(parsed.excluded),
         )
         vector: list[np.ndarray] = []
         vector_ready = threading.Event()
 
-        def keyword() -> tuple[list[tuple[int, float]], _Scored]:
+        def lexical_side() -> tuple[dict[str, list[tuple[int, float]]], _Scored]:
             t = time.perf_counter()
-            widened.extend(snap.keywords.expand(terms))
-            out = snap.keywords.search(
-                terms, parsed.phrases, parsed.excluded, snap.boosts, k, allowed, widened
-            )
-            timings["keyword_start"], timings["keyword_end"] = t, time.perf_counter()
+            widened.extend(snap.lexicon.expand(query.terms))
+            q = replace(query, expansions=tuple(widened))
+            out = {}
+            for c in lexical:
+                out[c.branch] = snap.readers[c.name].search(q, k, allowed)
+                timings[f"{c.branch}_start"], timings[f"{c.branch}_end"] = t, time.perf_counter()
+                t = time.perf_counter()
             scored = _Scored()
-            if semantic_on:
+            if dense:
                 vector_ready.wait()
                 if vector:
-                    scored = _score_found(snap, out, vector[0], sentences_on)
+                    found = replace(q, vector=vector[0])
+                    scored = _score_found(snap, out, found, completing, rescorers)
             return out, scored
 
-        job = self._pool.submit(keyword) if keyword_on and semantic_on else None
+        job = self._pool.submit(lexical_side) if lexical and dense else None
         results: dict[str, list[tuple[int, float]]] = {}
         scored = _Scored()
-        if semantic_on:
+        if dense:
             t = time.perf_counter()
             try:
                 query_vector = self.embedder.embed_query(
                     parsed.text or " ".join(parsed.highlight_terms)
                 )
-                _same_dimension(query_vector, snap)
+                _same_dimension(query_vector, snap, dense)
                 vector.append(query_vector)
             finally:
-                vector_ready.set()  # the keyword job waits for it, also when embedding fails
-            results["semantic"] = snap.vectors.search(vector[0], k, allowed)
-            timings["semantic_start"], timings["semantic_end"] = t, time.perf_counter()
+                vector_ready.set()  # the lexical side waits for it, also when embedding fails
+            query = replace(query, vector=vector[0])
+            for c in dense:
+                results[c.branch] = snap.readers[c.name].search(query, k, allowed)
+                timings[f"{c.branch}_start"], timings[f"{c.branch}_end"] = t, time.perf_counter()
+                t = time.perf_counter()
         if job is not None:
-            results["keyword"], scored = job.result()
-        elif keyword_on:
-            results["keyword"], _ = keyword()
+            found, scored = job.result()
+            results.update(found)
+        elif lexical:
+            results.update(lexical_side()[0])
         t = time.perf_counter()
         completion = {}
-        if "keyword" in results and "semantic" in results:
-            completion = {"semantic": scored.completion(snap, results["semantic"])}
-        if sentences_on:
-            results["sentences"] = scored.sentences(snap, results["semantic"], vector[0])
+        if job is not None:
+            completion = {
+                c.branch: scored.completion(snap, c, results[c.branch]) for c in completing
+            }
+        if vector:
+            candidates = [cid for c in dense for cid, _ in results[c.branch]]
+            for c in rescorers:
+                results[c.branch] = scored.rescore(snap, c, candidates, query)
         timings["after_branches"] = time.perf_counter() - t
         banned = frozenset(snap.notes_containing(parsed.excluded)) if parsed.excluded else None
         self.last_timings = timings
@@ -280,7 +306,7 @@ class QueryOrchestrator:
             snap,
             settings or FusionSettings.from_config(self.config.search, mode),
             time.time(),
-            neighbours=(lambda p: neighbours(snap.graph, p)) if snap.has_links else None,
+            neighbours=_neighbours(snap),
             allowed=allowed_notes,
             banned=retrieved.banned,
             expansions=tuple(str(e) for e in retrieved.expansions),
@@ -392,116 +418,140 @@ class QueryOrchestrator:
     ) -> dict[str, float]:
         """Each content word's idf (its stem as the index has it); a widened word counts
         as found when its expansion is, so ``canvs`` is as covered as ``canvas``."""
-        searcher = snap.keywords.index.searcher()
-        docs = max(int(searcher.num_docs), 1)
         out: dict[str, float] = {}
         words_ = list(parsed.keyword_terms) + [w for p in parsed.phrases for w in p]
         for w in dict.fromkeys(words_):
             stem = snap.stem(w)
-            df = int(searcher.doc_freq("text", stem))
+            df, docs = snap.lexicon.doc_freq(stem)
             if df == 0:
                 subs = [e for e in retrieved.expansions if e.word == w.lower()]
                 if subs:
-                    stem, df = subs[0].term, int(searcher.doc_freq("text", subs[0].term))
-            out[stem] = idf(df, docs)
+                    stem, (df, docs) = subs[0].term, snap.lexicon.doc_freq(subs[0].term)
+            out[stem] = idf(df, max(docs, 1))
         return out
 
 
 @dataclass(slots=True)
 class _Scored:
-    """What the keyword side scored with the query vector while FAISS ran."""
+    """What the lexical side scored with the query vector while the dense branches ran."""
 
-    cosines: dict[int, float] = field(default_factory=dict)
-    """Every chunk of the notes the keyword branch found, with its cosine."""
-    best_sentence: dict[int, float] = field(default_factory=dict)
-    """Each keyword chunk with sentences, with its best sentence's cosine."""
+    cosines: dict[str, dict[int, float]] = field(default_factory=dict)
+    """Per completing branch, every chunk of the notes the lexical branches found, scored."""
+    rescored: dict[str, dict[int, float]] = field(default_factory=dict)
+    """Per re-scorer, the lexical branches' chunks it scores."""
 
     def completion(
-        self, snap: Snapshot, semantic: list[tuple[int, float]]
+        self, snap: Snapshot, index: type[DerivedIndex], found: list[tuple[int, float]]
     ) -> list[tuple[int, float]]:
-        """The exact cosine of every chunk of the notes only the keyword branch found: a
+        """The exact score of every chunk of the notes only the lexical branches found: a
         note the semantic top-k missed is not rated below every unrelated note.
 
         Only this direction is completed. The reverse (the BM25 score of notes only the
         semantic branch found, one more keyword query limited to their chunks) cost
         about 2 ms a query and moved nDCG@10 by -0.0001 on SciFact train and +0.0033
         and +0.0003 on the judged vaults: those notes' BM25 is small beside the top."""
-        seen = snap.notes_of(cid for cid, _ in semantic)
-        return [(c, s) for c, s in self.cosines.items() if snap.note_of_chunk.get(c) not in seen]
+        seen = snap.notes_of(cid for cid, _ in found)
+        scores = self.cosines.get(index.branch, {})
+        return [(c, s) for c, s in scores.items() if snap.note_of_chunk.get(c) not in seen]
 
-    def sentences(
-        self, snap: Snapshot, semantic: list[tuple[int, float]], vector: np.ndarray
+    def rescore(
+        self, snap: Snapshot, index: type[DerivedIndex], found: list[int], query: Query
     ) -> list[tuple[int, float]]:
-        """Each retrieved chunk with its best sentence's cosine, best first (ties by chunk
-        id): a third branch that only re-scores what the others found.
+        """Each retrieved chunk with the re-scorer's score (for the sentence vectors: its
+        best sentence's cosine), best first (ties by chunk id): a branch that only
+        re-scores what the others found.
 
         Only the retrieved chunks, not every chunk of their notes: the best of a long
         note's hundreds of sentences is high by chance alone, and scoring them all put
         changelogs above the answer on dendron-site (nDCG@10 0.7563 against 0.7585)."""
-        best = dict(self.best_sentence)
-        rest = [cid for cid, _ in semantic if cid not in best]
-        best.update(snap.sentences.best(vector, rest))
+        best = dict(self.rescored.get(index.branch, {}))
+        rest = [cid for cid in found if cid not in best]
+        best.update(snap.readers[index.name].search(query, len(rest), rest))
         return sorted(best.items(), key=lambda x: (-x[1], x[0]))
 
 
 def _score_found(
-    snap: Snapshot, keyword: list[tuple[int, float]], vector: np.ndarray, sentences: bool
+    snap: Snapshot,
+    lexical: dict[str, list[tuple[int, float]]],
+    query: Query,
+    completing: list[type[DerivedIndex]],
+    rescorers: list[type[DerivedIndex]],
 ) -> _Scored:
-    chunks = snap.chunks_of_notes(snap.notes_of(cid for cid, _ in keyword))
-    cosines = dict(snap.vectors.score(vector, chunks)) if chunks is not None and len(chunks) else {}
-    best = dict(snap.sentences.best(vector, [c for c, _ in keyword])) if sentences else {}
-    return _Scored(cosines, best)
+    found = list(dict.fromkeys(cid for hits in lexical.values() for cid, _ in hits))
+    chunks = snap.chunks_of_notes(snap.notes_of(found)) if completing else None
+    cosines = {
+        c.branch: dict(snap.readers[c.name].score(query, chunks))
+        for c in completing
+        if chunks is not None and len(chunks)
+    }
+    rescored = {
+        c.branch: dict(snap.readers[c.name].search(query, len(found), found)) for c in rescorers
+    }
+    return _Scored(cosines, rescored)
 
 
-def _same_dimension(vector: np.ndarray, snap: Snapshot) -> None:
+def _takes_vector(index: type[DerivedIndex]) -> bool:
+    """A branch read in semantic mode searches by the query vector."""
+    return "semantic" in index.modes
+
+
+def _neighbours(snap: Snapshot) -> Callable[[str], Iterable[str]] | None:
+    """The boosts' neighbours of a note, or None when no boost holds a link."""
+    boosts = [r for c in DERIVED if c.role == "boost" and len(r := snap.readers[c.name])]
+    if len(boosts) == 1:
+        return cast(Callable[[str], Iterable[str]], boosts[0].neighbours)
+    if not boosts:
+        return None
+    return lambda path: list(dict.fromkeys(n for b in boosts for n in b.neighbours(path)))
+
+
+def _same_dimension(vector: np.ndarray, snap: Snapshot, dense: list[type[DerivedIndex]]) -> None:
     """A model server can change the model behind a name; its vectors then no longer fit
     the index, which must say so rather than fail inside FAISS."""
-    if vector.shape[0] != snap.vectors.dim:
-        raise IndexIncompatibleError(
-            f"The embedding model answered {vector.shape[0]}-dimensional query vectors, but "
-            f"the index holds {snap.vectors.dim}-dimensional ones.",
-            fix="run 'vaultsearch index' to rebuild with the model now served, or serve the "
-            "model the index was built with; keyword search (--mode keyword) still works",
-        )
-
-
-_NEEDS = {"hybrid": ("vectors", "keywords"), "semantic": ("vectors",), "keyword": ("keywords",)}
-_FALLBACK = {"vectors": "keyword", "keywords": "semantic"}
+    for c in dense:
+        dim = snap.readers[c.name].dim
+        if vector.shape[0] != dim:
+            raise IndexIncompatibleError(
+                f"The embedding model answered {vector.shape[0]}-dimensional query vectors, "
+                f"but the index holds {dim}-dimensional ones.",
+                fix="run 'vaultsearch index' to rebuild with the model now served, or serve "
+                "the model the index was built with; keyword search (--mode keyword) still "
+                "works",
+            )
 
 
 def _mode_left(snap: Snapshot, mode: str) -> tuple[str, str | None]:
     """The mode a search can run on this snapshot, and the sentence saying what it went
-    without: hybrid falls back to the branch that can be read; a mode whose only branch
-    is damaged fails, as a semantic search must not answer with nothing found."""
-    lost = [name for name in _NEEDS[mode] if name in snap.damaged]
-    if lost and (mode != "hybrid" or len(lost) == 2):
-        name = lost[0]
+    without: hybrid falls back to the branches that can be read; a mode whose only
+    branches are damaged fails, as a semantic search must not answer with nothing found."""
+    needed = [c for c in DERIVED if c.role == "branch" and mode in c.modes]
+    lost = [c for c in needed if c.name in snap.damaged]
+    if lost and (mode != "hybrid" or len(lost) == len(needed)):
+        first = lost[0]
         raise IndexCorruptError(
-            f"{_LABEL[name].capitalize()} cannot be used ({snap.damaged[name]}), so {mode} search "
-            "cannot run.",
+            f"{first.label.capitalize()} cannot be used ({snap.damaged[first.name]}), so "
+            f"{mode} search cannot run.",
             fix="vaultsearch check --repair"
-            + ("" if len(lost) == 2 else f" (--mode {_FALLBACK[name]} works meanwhile)"),
+            + ("" if mode == "hybrid" else f" (--mode {_fallback(first)} works meanwhile)"),
         )
     said = []
     if lost:
-        name = lost[0]
-        mode = _FALLBACK[name]
-        said.append(f"{_LABEL[name]} cannot be used ({snap.damaged[name]}): {mode}-only results")
-    if mode != "keyword" and "sentences" in snap.damaged:
-        said.append(f"{_LABEL['sentences']} cannot be used ({snap.damaged['sentences']})")
-    if mode != "keyword" and "graph" in snap.damaged:  # keyword mode has no graph boost
-        said.append(f"{_LABEL['graph']} cannot be used ({snap.damaged['graph']})")
+        first = lost[0]
+        mode = _fallback(first)
+        said.append(
+            f"{first.label} cannot be used ({snap.damaged[first.name]}): {mode}-only results"
+        )
+    for c in DERIVED:
+        if c.role != "branch" and mode in c.modes and c.name in snap.damaged:
+            said.append(f"{c.label} cannot be used ({snap.damaged[c.name]})")
     if not said:
         return mode, None
     return mode, "Degraded search: " + "; ".join(said) + "; run 'vaultsearch check --repair'."
 
 
-_LABEL = {
-    "vectors": "the vector index",
-    "keywords": "the keyword index",
-    "sentences": "the sentence vectors",
-    "graph": "the link graph",
-}
+def _fallback(index: type[DerivedIndex]) -> str:
+    """The single mode left when this branch is lost: the one that does not read it."""
+    return "keyword" if _takes_vector(index) else "semantic"
 
 
 def _kind(kind: str) -> SourceKind:

@@ -18,22 +18,18 @@ import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-import networkx as nx
 import numpy as np
 
 from vaultsearch.config import Config
 from vaultsearch.errors import IndexCorruptError, IndexMissingError
 from vaultsearch.search.filters import NoteMeta, SearchFilters
 from vaultsearch.store.catalog import Catalog, ChunkRow
-from vaultsearch.store.derived import DERIVED, DerivedSettings
-from vaultsearch.store.derived.sentences import SentenceVectors
+from vaultsearch.store.derived import DERIVED, DerivedSettings, Lexicon
 from vaultsearch.store.generations import ReaderHold, hold_published
-from vaultsearch.store.keywords import KeywordIndex
 from vaultsearch.store.layout import Generation, IndexLayout
 from vaultsearch.store.manifest import read_manifest
-from vaultsearch.store.vectors import SegmentedVectors
 from vaultsearch.store.verify import settings_of
 
 SETTLE_SECONDS = 3.0
@@ -79,20 +75,18 @@ class Snapshot:
     hold: ReaderHold
     key: StateKey
     catalog: Catalog
-    vectors: SegmentedVectors
-    sentences: SentenceVectors
-    keywords: KeywordIndex
-    graph: nx.DiGraph
+    settings: DerivedSettings
+    readers: dict[str, Any]
+    """Each derived index's reader by its name, in ``DERIVED`` order."""
     notes: dict[int, NoteMeta]
     note_by_path: dict[str, int]
     note_of_chunk: dict[int, int]
     chunks_by_note: dict[int, np.ndarray]
-    boosts: dict[str, float]
     model: str | None
     """The embedding model the index was built with, from its manifest."""
     damaged: dict[str, str] = field(default_factory=dict)
-    """Derived index -> why it cannot be trusted, found at open; its reader is empty
-    (vectors, sentences, graph) and a search says what it went without."""
+    """Derived index -> why it cannot be trusted, found at open; its reader is its empty
+    stand-in (but for the ``Lexicon``'s) and a search says what it went without."""
 
     @classmethod
     def open(cls, layout: IndexLayout, config: Config) -> Snapshot:
@@ -139,8 +133,6 @@ class Snapshot:
         manifest = read_manifest(generation.root) or {}
         settings = settings_of(generation, config)
         readers, damaged = _readers(generation, settings, state)
-        vectors, keywords, graph = readers["vectors"], readers["keywords"], readers["graph"]
-        sentences = readers["sentences"]
         generation_no = catalog.generation
         added = ", ".join(catalog.column(c) for c in ("source", "kind", "language"))
         notes = {
@@ -159,52 +151,46 @@ class Snapshot:
         # once it names the catalog's commit, a count that differs is damage, not a
         # commit still in progress
         whole = not state or state.get("generation") == generation_no
-        for name, reader, counted in (
-            ("vectors", vectors, "vectors"),
-            ("sentences", sentences, "sentences"),
-            ("keywords", keywords, "keyword_docs"),
-        ):
-            recorded = state.get(counted, len(reader))
-            if whole and name not in damaged and recorded != len(reader):
-                damaged[name] = f"it holds {len(reader)} entries, the writer recorded {recorded}"
+        for index in DERIVED:
+            reader = readers[index.name]
+            if index.count_key is None or not whole or index.name in damaged:
+                continue
+            if (recorded := state.get(index.count_key, len(reader))) != len(reader):
+                damaged[index.name] = (
+                    f"it holds {len(reader)} entries, the writer recorded {recorded}"
+                )
         note_of_chunk = dict(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist(), strict=True))
         chunks_by_note: dict[int, np.ndarray] = {}
         if len(pairs):
             splits = np.flatnonzero(np.diff(pairs[:, 1])) + 1
             for part in np.split(pairs, splits):
                 chunks_by_note[int(part[0, 1])] = part[:, 0].copy()
-        k = config.keyword
         snap = cls(
             layout=layout,
             generation=generation,
             hold=hold,
             key=key,
             catalog=catalog,
-            vectors=vectors,
-            sentences=sentences,
-            keywords=keywords,
-            graph=graph,
+            settings=settings,
+            readers=readers,
             notes=notes,
             note_by_path={n.path: i for i, n in notes.items()},
             note_of_chunk=note_of_chunk,
             chunks_by_note=chunks_by_note,
             model=(manifest.get("embedding") or {}).get("model"),
             damaged=damaged,
-            boosts={
-                "title": k.title_boost,
-                "aliases": k.aliases_boost,
-                "headings": k.headings_boost,
-                "tags": k.tags_boost,
-                "meta": k.meta_boost,
-                "text": k.body_boost,
-            },
         )
         return snap, whole
 
+    def reader(self, name: str) -> Any:
+        """One index's reader, for a tool that needs that index's own calls (the graph
+        walked for links, the chunk vectors for similar notes); a search goes by roles."""
+        return self.readers[name]
+
     @functools.cached_property
-    def has_links(self) -> bool:
-        """Counted once: networkx counts edges by walking every node (19 ms at 26k notes)."""
-        return self.graph.number_of_edges() > 0
+    def lexicon(self) -> Lexicon:
+        """The reader that analyses every query (the index whose ``analyses`` is set)."""
+        return cast(Lexicon, next(self.readers[c.name] for c in DERIVED if c.analyses))
 
     def is_stale(self) -> bool:
         return _stat_key(self.layout, self.generation) != self.key
@@ -238,13 +224,13 @@ class Snapshot:
     def notes_containing(self, excluded: Sequence[str]) -> set[int]:
         """Notes with a chunk holding an excluded word, matched as keyword search matches
         (stemmed, any field): ``-word`` removes the same notes in every mode."""
-        return self.notes_of(self.keywords.chunks_matching(excluded))
+        return self.notes_of(self.lexicon.chunks_matching(excluded))
 
     @functools.cached_property
     def stem(self) -> Callable[[str], str]:
         """A word as the keyword index analyses it, so highlights agree with BM25: the
         cached function itself, called thousands of times a query by the snippets."""
-        analyzer = self.keywords.analyzer
+        analyzer = self.lexicon.analyzer
 
         @functools.lru_cache(maxsize=65536)
         def stem(word: str) -> str:
@@ -257,34 +243,29 @@ class Snapshot:
 def _readers(
     generation: Generation, settings: DerivedSettings, state: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """Each derived index's reader, and the ones found damaged at open. A damaged
-    vector, sentence or graph file is read as empty so the search can go on without it
-    and say so; the keyword index has no empty stand-in (it analyses every query)."""
+    """Each derived index's reader, and the ones found damaged at open. A damaged index
+    is read as its empty stand-in so the search can go on without it and say so; the
+    ``Lexicon``'s index is opened all the same (it analyses every query), and fails the
+    open when it cannot be."""
     readers: dict[str, Any] = {}
     damaged: dict[str, str] = {}
-    for part in (c(generation, settings) for c in DERIVED):
+    for cls in DERIVED:
+        part = cls(generation, settings)
         reason = part.damage(state)
-        if reason is None or part.name == "keywords":
+        if reason is None or cls.analyses:
             try:
-                readers[part.name] = part.reader()
+                readers[cls.name] = part.reader()
             except IndexCorruptError:
                 raise
             except Exception as exc:
-                if part.name == "keywords":
+                if cls.analyses:
                     raise
                 reason = f"it cannot be read ({type(exc).__name__}: {str(exc)[:120]})"
         if reason is not None:
-            damaged[part.name] = reason
-        if part.name not in readers:
-            readers[part.name] = _EMPTY[part.name](settings)
+            damaged[cls.name] = reason
+        if cls.name not in readers:
+            readers[cls.name] = cls.empty(settings)
     return readers, damaged
-
-
-_EMPTY: dict[str, Callable[[DerivedSettings], Any]] = {
-    "vectors": lambda s: SegmentedVectors(s.dimension),
-    "sentences": lambda s: SentenceVectors(s.dimension),
-    "graph": lambda s: nx.DiGraph(),
-}
 
 
 def _unreadable(exc: Exception) -> Exception:

@@ -136,7 +136,7 @@ class WriteTools:
         if snap is None:
             return []
         rel, _ = note_path(self.vault.root, path, self.vault.index_dir)
-        return [x.path for x in link_neighbourhood(snap.graph, rel).backlinks]
+        return [x.path for x in link_neighbourhood(snap.reader("graph").graph, rel).backlinks]
 
     # --- documents --------------------------------------------------------------------
     def upsert_documents(

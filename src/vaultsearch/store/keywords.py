@@ -69,12 +69,16 @@ def _schema(stemming: bool) -> tantivy.Schema:
 
 
 class KeywordIndex:
-    def __init__(self, folder: Path, stemming: bool = True) -> None:
+    def __init__(self, folder: Path | None, stemming: bool = True) -> None:
+        """``folder`` None: an empty index in memory (a damaged one's stand-in)."""
         self.folder = folder
         self.stemming = stemming
         self.schema = _schema(stemming)
-        folder.mkdir(parents=True, exist_ok=True)
-        self.index = tantivy.Index(self.schema, path=str(folder), reuse=True)
+        if folder is None:
+            self.index = tantivy.Index(self.schema)
+        else:
+            folder.mkdir(parents=True, exist_ok=True)
+            self.index = tantivy.Index(self.schema, path=str(folder), reuse=True)
         self.analyzer = _analyzer(stemming)
         self.index.register_tokenizer(tokenizer_name(stemming), self.analyzer)
         self._writer: tantivy.IndexWriter | None = None

@@ -25,7 +25,9 @@ _CATALOG_FILE = re.compile(r"^c(\d{6,})\.sqlite(-wal|-shm|-journal)?$")
 
 @dataclass(frozen=True, slots=True)
 class Generation:
-    """One self-contained copy of the index: catalog, derived indexes, manifest, state."""
+    """One self-contained copy of the index: catalog, derived indexes, manifest, state.
+    Each derived index names its own files in the folder (``location`` in
+    ``store/derived/``)."""
 
     root: Path
 
@@ -68,24 +70,6 @@ class Generation:
     @property
     def shares_catalog(self) -> bool:
         return self.catalog != self.own_catalog
-
-    @property
-    def vectors(self) -> Path:
-        """The list of the chunk vectors' segments (in ``segments/``) and tombstones."""
-        return self.root / "vectors.json"
-
-    @property
-    def sentences(self) -> Path:
-        """The list of the sentence vectors' segments and tombstones."""
-        return self.root / "sentences.json"
-
-    @property
-    def keywords(self) -> Path:
-        return self.root / "keywords"
-
-    @property
-    def graph(self) -> Path:
-        return self.root / "graph.json"
 
     @property
     def reader_lock(self) -> Path:

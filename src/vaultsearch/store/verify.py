@@ -61,6 +61,20 @@ def settings_of(generation: Generation, config: Config) -> DerivedSettings:
         tokenizer == tokenizer_name(True),
         tuple(keyword.get("frontmatter_fields") or config.keyword.frontmatter_fields),
         bool((manifest.get("sentences") or {}).get("embedded", config.embedding.sentences)),
+        keyword_boosts(config),
+    )
+
+
+def keyword_boosts(config: Config) -> tuple[tuple[str, float], ...]:
+    """The keyword fields' weights a search uses: settings of the search, not the index."""
+    k = config.keyword
+    return (
+        ("title", k.title_boost),
+        ("aliases", k.aliases_boost),
+        ("headings", k.headings_boost),
+        ("tags", k.tags_boost),
+        ("meta", k.meta_boost),
+        ("text", k.body_boost),
     )
 
 

@@ -12,14 +12,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from vaultsearch.store.atomic import fsync_dir, fsync_tree, link_or_copy
+from vaultsearch.store.atomic import fsync_dir, fsync_tree
 from vaultsearch.store.catalog import Catalog, open_catalog_for_reading
 from vaultsearch.store.derived import DERIVED, Batch, DerivedIndex, DerivedSettings
 from vaultsearch.store.generations import create_generation
-from vaultsearch.store.graph import delta_path
 from vaultsearch.store.layout import Generation, IndexLayout
 from vaultsearch.store.manifest import write_manifest, write_state
-from vaultsearch.store.segments import link_segments
 
 
 class GenerationWriter:
@@ -105,22 +103,11 @@ def clone_generation(layout: IndexLayout, source: Generation) -> Generation:
     with its own), Tantivy's and the vectors' segment files (never rewritten) by hard
     link."""
     target = generation_sharing_catalog(layout, source)
-    link_segments(source.vectors, target.vectors)
-    link_segments(source.sentences, target.sentences)
-    if source.graph.is_file():  # a base never rewritten in place (``store/graph.py``)
-        link_or_copy(source.graph, target.graph)
-    for path in (delta_path(source.graph), source.manifest, source.state):
+    for cls in DERIVED:
+        cls.carry(source, target)
+    for path in (source.manifest, source.state):
         if path.is_file():
             shutil.copyfile(path, target.root / path.name)
-    if source.keywords.is_dir():
-        target.keywords.mkdir()
-        for f in source.keywords.iterdir():
-            if not f.is_file() or f.name.endswith(".lock"):
-                continue
-            if f.name.endswith(".json"):  # rewritten by every commit
-                shutil.copyfile(f, target.keywords / f.name)
-                continue
-            link_or_copy(f, target.keywords / f.name)
     return target
 
 

@@ -1,19 +1,75 @@
-"""What every derived index is to the store: one small contract.
+"""What every derived index is to the store and to a search: one two-sided contract.
 
 A derived index holds nothing the catalog does not, so it can always be checked
 against the catalog and rebuilt from it (with cached vectors, never the model).
-The writer loops over the registry in ``derived/__init__.py``; nothing else names
-FAISS, Tantivy or the graph.
+The writer, ``check``, the snapshot and the query orchestrator loop over the
+registry in ``derived/__init__.py``; each index's module owns its files (inside the
+generation's folder), its write side, its read side and its check, and declares
+the role a search gives it, so nothing else names FAISS, Tantivy or the graph.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import numpy as np
 
 from vaultsearch.store.catalog import Catalog
+from vaultsearch.store.fuzzy import Expansion
 from vaultsearch.store.layout import Generation
+
+Role = Literal["branch", "rescore", "boost"]
+"""What a search does with an index's reader:
+
+- ``branch``: a retrieval branch; ``search(query, k, allowed)`` gives its top-k chunks,
+  fused under the weight ``FusionSettings.weights[branch]``;
+- ``rescore``: it searches nothing by itself; ``search(query, k, allowed)`` scores the
+  chunks the branches found (``allowed``), a branch of its own in the fusion;
+- ``boost``: ``neighbours(path)`` gives the notes a fused note lends a share of its score.
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """A query as every derived index reads it: the words for a lexical index, the
+    vector for a dense one (None in keyword mode, where the model is not called)."""
+
+    text: str = ""
+    terms: tuple[str, ...] = ()
+    phrases: tuple[tuple[str, ...], ...] = ()
+    excluded: tuple[str, ...] = ()
+    expansions: tuple[Expansion, ...] = ()
+    """Index terms standing in for mistyped or cut words (``Lexicon.expand``)."""
+    vector: np.ndarray | None = None
+    boosts: Mapping[str, float] | None = None
+    """Field weights for a lexical index instead of the configured ones (the tuning bench)."""
+
+
+class Reader(Protocol):
+    """What a search reads of one index: opened read-only, without a lock or a write."""
+
+    def __len__(self) -> int: ...
+
+    def search(self, query: Query, k: int, allowed: Any = None) -> list[tuple[int, float]]:
+        """(chunk id, score), best first; ``allowed``: the chunk ids a filter admits (or,
+        for a rescorer, the chunks to score), None for all."""
+
+
+class Lexicon(Protocol):
+    """The reader of the index that analyses every query (``analyses``): how a word is
+    stemmed, which words a typo stands for, which chunks hold a ``-word``."""
+
+    analyzer: Any
+
+    def expand(self, words: Sequence[str]) -> list[Expansion]: ...
+
+    def chunks_matching(self, words: Sequence[str]) -> list[int]: ...
+
+    def doc_freq(self, term: str) -> tuple[int, int]:
+        """(documents holding the analysed term, documents in all)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +82,8 @@ class DerivedSettings:
     """Frontmatter keys whose text the keyword index searches in its own field."""
     sentences: bool = True
     """Whether the sentence index holds the chunks' sentences (else it stays empty)."""
+    boosts: tuple[tuple[str, float], ...] = ()
+    """Keyword field weights a search uses (``[keyword]`` settings, not the manifest)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +99,23 @@ class Batch:
 
 class DerivedIndex(Protocol):
     name: str
+    """Its key in the state file, ``check``'s report and a degraded search's sentence."""
+    role: Role
+    branch: str
+    """The fusion branch its results form (the weight key); "" for a boost."""
+    modes: frozenset[str]
+    """The search modes that read it ("hybrid", "keyword", "semantic"); a branch read in
+    "semantic" mode takes the query vector, one read in "keyword" mode the words."""
+    label: str
+    """How a sentence names it ("the vector index")."""
+    count_key: str | None
+    """The state file's count of its entries, compared with its reader's ``len`` at open."""
+    completes: bool
+    """A branch that also scores (``reader.score(query, ids)``) the chunks of notes only
+    the other branches found, so such a note is not rated below every unrelated one."""
+    analyses: bool
+    """Its reader is the snapshot's ``Lexicon``: opened even when ``damage`` says it is
+    damaged (a search still analyses its words), and one that cannot open fails the open."""
 
     def __init__(self, generation: Generation, settings: DerivedSettings) -> None: ...
 
@@ -67,4 +142,26 @@ class DerivedIndex(Protocol):
         when it looks whole. ``check`` is the thorough look."""
 
     def reader(self) -> Any:
-        """What a search reads: opened read-only, without a lock or a write."""
+        """What a search reads (a ``Reader``; for a boost, ``neighbours`` and ``len``):
+        opened read-only, without a lock or a write."""
+
+    @classmethod
+    def empty(cls, settings: DerivedSettings) -> Any:
+        """The reader a search uses when ``damage`` names a reason: it answers nothing."""
+
+    @staticmethod
+    def location(generation: Generation) -> Path:
+        """Its file, or folder, in the generation's folder (``check``, tools, tests)."""
+
+    @staticmethod
+    def written(generation: Generation) -> bool:
+        """Whether a commit wrote it there (a cheap look; ``check`` is the thorough one)."""
+
+    @staticmethod
+    def carry(source: Generation, target: Generation) -> None:
+        """Put ``source``'s files in the new generation ``target`` for an update to change,
+        linking the immutable ones rather than copying them."""
+
+    @staticmethod
+    def status(reader: Any) -> dict[str, int]:
+        """Counts ``vaultsearch status`` shows of its reader."""

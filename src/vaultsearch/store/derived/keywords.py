@@ -5,6 +5,11 @@ index, which a read-only mount or another user cannot do; such a reader opens a
 private copy of the (immutable) segment files instead. And Tantivy reports a
 damaged file by a Rust panic, which pyo3 raises as a BaseException: every call
 here turns it into an error that names the repair.
+
+A search reads it as the keyword branch and as the snapshot's ``Lexicon``: every query
+is analysed by it (stems, typo expansions, the chunks a ``-word`` removes, idf), so it
+is opened even when found damaged, and has no file-less stand-in but an empty index in
+memory.
 """
 
 from __future__ import annotations
@@ -21,9 +26,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from vaultsearch.errors import IndexCorruptError
-from vaultsearch.store.atomic import follow_umask
+from vaultsearch.store.atomic import follow_umask, link_or_copy
 from vaultsearch.store.catalog import Catalog, ChunkRow, NoteRow
-from vaultsearch.store.derived.base import Batch, DerivedSettings
+from vaultsearch.store.derived.base import Batch, DerivedSettings, Query, Role
+from vaultsearch.store.fuzzy import Expansion
 from vaultsearch.store.identifiers import identifier_words
 from vaultsearch.store.keywords import KeywordDoc, KeywordIndex
 from vaultsearch.store.layout import Generation
@@ -192,12 +198,48 @@ def open_for_reading(folder: Path, stemming: bool) -> KeywordIndex:
 
 class KeywordPart:
     name = "keywords"
+    role: Role = "branch"
+    branch = "keyword"
+    modes = frozenset({"hybrid", "keyword"})
+    label = "the keyword index"
+    count_key: str | None = "keyword_docs"
+    completes = False
+    analyses = True
 
     def __init__(self, generation: Generation, settings: DerivedSettings) -> None:
-        self.folder = generation.keywords
+        self.folder = self.location(generation)
         self.stemming = settings.stemming
         self.meta_keys = settings.meta_keys
+        self.boosts = dict(settings.boosts)
         self.index: KeywordIndex | None = None
+
+    @staticmethod
+    def location(generation: Generation) -> Path:
+        return generation.root / "keywords"
+
+    @classmethod
+    def written(cls, generation: Generation) -> bool:
+        return (cls.location(generation) / "meta.json").is_file()
+
+    @classmethod
+    def carry(cls, source: Generation, target: Generation) -> None:
+        """Segment files are never rewritten: linked; the JSON files a commit rewrites
+        are copied."""
+        src, dst = cls.location(source), cls.location(target)
+        if not src.is_dir():
+            return
+        dst.mkdir()
+        for f in src.iterdir():
+            if not f.is_file() or f.name.endswith(".lock"):
+                continue
+            if f.name.endswith(".json"):
+                shutil.copyfile(f, dst / f.name)
+                continue
+            link_or_copy(f, dst / f.name)
+
+    @staticmethod
+    def status(reader: Any) -> dict[str, int]:
+        return {"keyword_docs": len(reader)}
 
     def _index(self) -> KeywordIndex:
         assert self.index is not None, "open() first"
@@ -272,18 +314,42 @@ class KeywordPart:
         problems = segment_problems(self.folder, once=True) if recorded is not None else []
         return problems[0].removeprefix("keywords: ") if problems else None
 
-    def reader(self) -> Any:
+    def reader(self) -> GuardedReader:
         index = open_for_reading(self.folder, self.stemming)
         guarded(lambda: index.index.config_reader("manual"), "open")
-        return GuardedReader(index)
+        return GuardedReader(index, self.boosts)
+
+    @classmethod
+    def empty(cls, settings: DerivedSettings) -> GuardedReader:
+        return GuardedReader(KeywordIndex(None, settings.stemming), dict(settings.boosts))
 
 
 class GuardedReader:
     """A KeywordIndex for searching whose every call turns a Rust panic into an error
     naming the repair: a damaged segment must fail one query, not kill the server."""
 
-    def __init__(self, index: KeywordIndex) -> None:
+    def __init__(self, index: KeywordIndex, boosts: dict[str, float] | None = None) -> None:
         self._index = index
+        self.boosts = boosts or {}
+
+    def search(self, query: Query, k: int, allowed: Any = None) -> list[tuple[int, float]]:
+        boosts = self.boosts if query.boosts is None else query.boosts
+        return guarded(
+            lambda: self._index.search(
+                query.terms, query.phrases, query.excluded, boosts, k, allowed, query.expansions
+            ),
+            "search",
+        )
+
+    def expand(self, words: Sequence[str]) -> list[Expansion]:
+        return guarded(lambda: self._index.expand(words), "expand")
+
+    def chunks_matching(self, words: Sequence[str]) -> list[int]:
+        return guarded(lambda: self._index.chunks_matching(words), "search")
+
+    def doc_freq(self, term: str) -> tuple[int, int]:
+        searcher = self._index.index.searcher()
+        return int(searcher.doc_freq("text", term)), int(searcher.num_docs)
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._index, name)

@@ -1,10 +1,10 @@
 """The sentence vectors as a derived index: every sentence unit of every chunk
 (``parsers/sentences.py``), keyed ``chunk id << SENTENCE_BITS | unit``.
 
-Searches never scan it: a query scores the sentences of the chunks its branches found
-(``SentenceVectors.best``), so it is kept in float16, half the disk and memory of
-float32, and each segment keeps its rows in id order, so that the sentences of a chunk
-are one slice of it.
+Searches never scan it: it is a re-scorer, whose ``search`` scores the sentences of the
+chunks the branches found (``allowed``; ``SentenceVectors.best``), so it is kept in
+float16, half the disk and memory of float32, and each segment keeps its rows in id
+order, so that the sentences of a chunk are one slice of it.
 """
 
 from __future__ import annotations
@@ -12,10 +12,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from vaultsearch.store.catalog import SENTENCE_BITS, Catalog
+from vaultsearch.store.derived.base import DerivedSettings, Query, Role
 from vaultsearch.store.derived.vectors import VectorPart
 from vaultsearch.store.layout import Generation
 from vaultsearch.store.segments import Entry, Segment, open_segments
@@ -24,12 +26,17 @@ from vaultsearch.store.vectors import decode_half, dot_rows, normalize
 
 class SentencePart(VectorPart):
     name = "sentences"
+    role: Role = "rescore"
+    branch = "sentences"
+    label = "the sentence vectors"
+    count_key: str | None = "sentences"
+    completes = False
     dtype = "float16"
     sorted_rows = True
 
     @staticmethod
-    def _path(generation: Generation) -> Path:
-        return generation.sentences
+    def location(generation: Generation) -> Path:
+        return generation.root / "sentences.json"
 
     def _rows(self, catalog: Catalog, chunk_ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         key, dim = self.settings.embedding_key, self.settings.dimension
@@ -50,11 +57,15 @@ class SentencePart(VectorPart):
         """Every chunk, unless ``embedding.sentences`` is off: then none."""
         return super()._wanted(catalog) if self.settings.sentences else set()
 
-    def reader(self) -> SentenceVectors:
+    def reader(self) -> Any:
         if not self.path.is_file():
-            return SentenceVectors(self.settings.dimension)
+            return self.empty(self.settings)
         listing, segments = open_segments(self.path)
         return SentenceVectors(listing.dim, segments)
+
+    @classmethod
+    def empty(cls, settings: DerivedSettings) -> Any:
+        return SentenceVectors(settings.dimension)
 
 
 class SentenceVectors:
@@ -87,7 +98,17 @@ class SentenceVectors:
         storage by overriding this)."""
         return decode_half(seg.rows[rows])
 
-    def best(self, query: np.ndarray, chunk_ids: Sequence[int]) -> list[tuple[int, float]]:
+    def search(self, query: Query, k: int, allowed: Any = None) -> list[tuple[int, float]]:
+        """The ``allowed`` chunks by their best sentence (every chunk when None: a full
+        scan, which a search never asks for)."""
+        if query.vector is None:
+            return []
+        chunks = np.concatenate(self._chunks) if allowed is None and self._chunks else allowed
+        return self.best(query.vector, [] if chunks is None else chunks)[:k]
+
+    def best(
+        self, query: np.ndarray, chunk_ids: Sequence[int] | np.ndarray
+    ) -> list[tuple[int, float]]:
         """Each given chunk that has sentences, with its best sentence's cosine, best first
         (ties by chunk id)."""
         chunks = np.unique(np.asarray(chunk_ids, dtype=np.int64))

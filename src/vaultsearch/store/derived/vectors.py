@@ -7,8 +7,11 @@ commit merges segments into a new one. Every file it writes is new and in the
 unpublished generation, so a kill at any point leaves the published one whole.
 
 The sentence index (``sentences.py``) is this class with several rows per chunk: it
-overrides the hooks (``_path``, ``_rows``, ``_chunk_of``, ``_remove``, ``_wanted``) and
-``reader``.
+overrides the hooks (``location``, ``_rows``, ``_chunk_of``, ``_remove``, ``_wanted``),
+its role and ``reader``.
+
+A search reads it as the semantic branch: the query vector's nearest chunks, and the
+cosine of any chunk a top-k missed (``VectorReader.score``).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from vaultsearch.store.catalog import Catalog
-from vaultsearch.store.derived.base import Batch, DerivedSettings
+from vaultsearch.store.derived.base import Batch, DerivedSettings, Query, Role
 from vaultsearch.store.layout import Generation
 from vaultsearch.store.segments import (
     Entry,
@@ -28,6 +31,7 @@ from vaultsearch.store.segments import (
     SegmentList,
     file_sha256,
     folder_of,
+    link_segments,
     merge_plan,
     needs_write,
     npy_shape,
@@ -42,13 +46,20 @@ from vaultsearch.store.vectors import SegmentedVectors, normalize
 
 class VectorPart:
     name = "vectors"
+    role: Role = "branch"
+    branch = "semantic"
+    modes = frozenset({"hybrid", "semantic"})
+    label = "the vector index"
+    count_key: str | None = "vectors"
+    completes = True
+    analyses = False
     dtype = "float32"
     sorted_rows = False
     """Whether a segment keeps its rows in id order (else in the order they were added,
     which is the order a search breaks ties by)."""
 
     def __init__(self, generation: Generation, settings: DerivedSettings) -> None:
-        self.path = self._path(generation)
+        self.path = self.location(generation)
         self.folder = folder_of(self.path)
         self.number = generation.number
         self.settings = settings
@@ -56,8 +67,21 @@ class VectorPart:
         self.pending: list[tuple[np.ndarray, np.ndarray]] = []
 
     @staticmethod
-    def _path(generation: Generation) -> Path:
-        return generation.vectors
+    def location(generation: Generation) -> Path:
+        """The list of the segments (in ``segments/``) and their tombstones."""
+        return generation.root / "vectors.json"
+
+    @classmethod
+    def written(cls, generation: Generation) -> bool:
+        return cls.location(generation).is_file()
+
+    @classmethod
+    def carry(cls, source: Generation, target: Generation) -> None:
+        link_segments(cls.location(source), cls.location(target))
+
+    @classmethod
+    def status(cls, reader: Any) -> dict[str, int]:
+        return {cls.name: len(reader)}
 
     def _rows(self, catalog: Catalog, chunk_ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """The (row id, vector) pairs these chunks put in the index."""
@@ -271,9 +295,43 @@ class VectorPart:
 
     def reader(self) -> Any:
         if not self.path.is_file():
-            return SegmentedVectors(self.settings.dimension)
+            return self.empty(self.settings)
         listing, segments = open_segments(self.path)
-        return SegmentedVectors(listing.dim, segments)
+        return VectorReader(listing.dim, segments)
+
+    @classmethod
+    def empty(cls, settings: DerivedSettings) -> Any:
+        return VectorReader(settings.dimension)
+
+
+class VectorReader:
+    """The chunk vectors as a search reads them: by a ``Query`` (the contract), or by a
+    vector (``nearest``, ``vectors_of``: tools that hold one, such as similar notes)."""
+
+    def __init__(self, dim: int, segments: Sequence[Segment] = ()) -> None:
+        self.vectors = SegmentedVectors(dim, segments)
+        self.dim = dim
+
+    def __len__(self) -> int:
+        return len(self.vectors)
+
+    def search(self, query: Query, k: int, allowed: Any = None) -> list[tuple[int, float]]:
+        if query.vector is None:
+            return []
+        return self.vectors.search(query.vector, k, allowed)
+
+    def score(self, query: Query, ids: Sequence[int] | np.ndarray) -> list[tuple[int, float]]:
+        """The exact cosine of each given chunk a top-k search did not reach."""
+        return [] if query.vector is None else self.vectors.score(query.vector, ids)
+
+    def nearest(self, vector: np.ndarray, k: int, allowed: Any = None) -> list[tuple[int, float]]:
+        return self.vectors.search(vector, k, allowed)
+
+    def vectors_of(self, ids: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.vectors.vectors_of(ids)
+
+    def ids(self) -> np.ndarray:
+        return self.vectors.ids()
 
 
 def _check_shape(seg: Segment, listing: SegmentList) -> None:
