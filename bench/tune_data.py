@@ -27,7 +27,7 @@ from tune_variants import Variant
 from vaultsearch.evaluation import mrr_at_k, ndcg_at_k, recall_at_k
 from vaultsearch.search.orchestrator import QueryOrchestrator, Retrieved
 from vaultsearch.search.query import parse_query
-from vaultsearch.search.ranking import FusionSettings
+from vaultsearch.search.ranking import Candidate, FusionSettings, extend
 from vaultsearch.vault import Vault
 
 K = 400
@@ -91,7 +91,8 @@ class Dataset:
     qrels: Qrels
     retrieved: dict[str, Retrieved]
     top_k: int
-    """How many results the evaluation asks for: the product fuses max(candidates, 4 x top_k)."""
+    """How many results the evaluation asks for: a ranking holding fewer is extended from
+    a retrieval of 4 x top_k (``ranking.extend``), as the product does."""
     fold: dict[str, int]
     kind: dict[str, str] = field(default_factory=dict)
     _keyword: dict[tuple[tuple[str, float], ...], dict[str, list[tuple[int, float]]]] = field(
@@ -130,7 +131,7 @@ class Dataset:
         return list(self.retrieved)
 
     def depth(self, trial: Trial) -> int:
-        return min(max(trial.candidates, 4 * self.top_k), K)
+        return min(trial.candidates, K)
 
     def _keyword_hits(
         self, boosts: tuple[tuple[str, float], ...]
@@ -149,10 +150,11 @@ class Dataset:
         return self._keyword[boosts]
 
     def run(self, trial: Trial, branches: Sequence[str] | None = None) -> Run:
-        orch, snap = self.orchestrator, self.orchestrator.snapshot()
+        """Each query ranked as a search of ``top_k`` hits ranks it: at the trial's
+        depth, then, when that holds fewer notes, extended from 4 x ``top_k``."""
+        snap = self.orchestrator.snapshot()
         depth = self.depth(trial)
         kw = self._keyword_hits(trial.boosts) if trial.boosts else None
-        mode = "hybrid" if branches is None or len(branches) == 2 else branches[0]
         out: Run = {}
         for qid, r in self.retrieved.items():
             lists = dict(r.branches)
@@ -160,24 +162,40 @@ class Dataset:
                 lists["keyword"] = kw[qid]
             if branches is not None:
                 lists = {b: lists.get(b, []) for b in branches}
-            cut = {b: hits if b == "sentences" else hits[:depth] for b, hits in lists.items()}
-            if "sentences" in cut:  # a search at this depth scores the chunks it found
-                found = {c for b, hits in cut.items() if b != "sentences" for c, _ in hits}
-                cut["sentences"] = [h for h in cut["sentences"] if h[0] in found]
-            r = replace(r, branches=cut, completion=_completion(r, lists, depth))
-            ranked = variants.apply(
-                trial.variant,
-                r,
-                lambda x: orch.rank(snap, x, mode, settings=trial.settings),
-                snap.note_of_chunk,
-                self.query_vectors()[qid] if trial.variant[:1] == ("prf",) else np.zeros(0),
-                lambda ids: np.vstack([snap.vectors.index.reconstruct(int(i)) for i in ids]),
-                lambda v, k: snap.vectors.search(v, k),
-            )[:100]
+            ranked = self._rank_at(trial, qid, r, lists, depth, branches)
+            deeper = min(4 * self.top_k, K)
+            if len(ranked) < self.top_k and depth < deeper:
+                ranked = extend(ranked, self._rank_at(trial, qid, r, lists, deeper, branches))
             out[qid] = list(
-                dict.fromkeys(self.doc_of.get(snap.notes[c.note_id].path, "") for c in ranked)
+                dict.fromkeys(self.doc_of.get(snap.notes[c.note_id].path, "") for c in ranked[:100])
             )
         return out
+
+    def _rank_at(
+        self,
+        trial: Trial,
+        qid: str,
+        r: Retrieved,
+        lists: dict[str, list[tuple[int, float]]],
+        depth: int,
+        branches: Sequence[str] | None,
+    ) -> list[Candidate]:
+        orch, snap = self.orchestrator, self.orchestrator.snapshot()
+        mode = "hybrid" if branches is None or len(branches) == 2 else branches[0]
+        cut = {b: hits if b == "sentences" else hits[:depth] for b, hits in lists.items()}
+        if "sentences" in cut:  # a search at this depth scores the chunks it found
+            found = {c for b, hits in cut.items() if b != "sentences" for c, _ in hits}
+            cut["sentences"] = [h for h in cut["sentences"] if h[0] in found]
+        r = replace(r, branches=cut, completion=_completion(r, lists, depth))
+        return variants.apply(
+            trial.variant,
+            r,
+            lambda x: orch.rank(snap, x, mode, settings=trial.settings),
+            snap.note_of_chunk,
+            self.query_vectors()[qid] if trial.variant[:1] == ("prf",) else np.zeros(0),
+            lambda ids: np.vstack([snap.vectors.index.reconstruct(int(i)) for i in ids]),
+            lambda v, k: snap.vectors.search(v, k),
+        )
 
     def query_vectors(self) -> dict[str, np.ndarray]:
         """Each query's embedding as ``retrieve`` makes it (cached on disk)."""

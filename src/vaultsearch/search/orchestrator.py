@@ -26,7 +26,7 @@ from vaultsearch.search.confidence import Evidence, confidence, coverage, idf
 from vaultsearch.search.expansion import QueryExpander
 from vaultsearch.search.filters import KINDS, NoteMeta, SearchFilters
 from vaultsearch.search.query import ParsedQuery, parse_query, words
-from vaultsearch.search.ranking import Candidate, FusionSettings, complete, fuse
+from vaultsearch.search.ranking import Candidate, FusionSettings, complete, extend, fuse
 from vaultsearch.search.snapshot import Snapshot
 from vaultsearch.search.snippets import make_snippet
 from vaultsearch.store.catalog import ChunkRow
@@ -135,20 +135,37 @@ class QueryOrchestrator:
         allowed_notes = snap.allowed_notes(filters)
         if allowed_notes is not None and not allowed_notes:
             return SearchHits(degraded=degraded)
-        per_strategy = max(self.config.search.candidates, top_k * 4)
-        retrieved = self.retrieve(snap, parsed, mode, per_strategy, allowed_notes)
         notes: list[str] = []
-        retrieved, settings, rewrites = self._expand(
-            snap, parsed, retrieved, mode, per_strategy, allowed_notes, notes
-        )
-        candidates = self.rank(snap, retrieved, mode, allowed_notes, settings)
-        ranked = self._rerank(snap, parsed, candidates, notes)
+        depth = self.config.search.candidates
+        retrieved, ranked, rewrites = self._ranked(snap, parsed, mode, depth, allowed_notes, notes)
+        if len(ranked) < top_k and depth < top_k * 4:
+            deeper = self._ranked(snap, parsed, mode, top_k * 4, allowed_notes, notes)[1]
+            ranked = extend(ranked, deeper)
         if filters.min_score is not None:
             ranked = [c for c in ranked if c.score >= filters.min_score]
         if explain and (rewrites or notes):
             for c in ranked[:top_k]:
-                c.explain = replace(c.explain, rewrites=rewrites, notes=tuple(notes))
+                c.explain = replace(c.explain, rewrites=rewrites, notes=tuple(dict.fromkeys(notes)))
         return SearchHits(self._hits(snap, parsed, retrieved, ranked[:top_k], explain), degraded)
+
+    def _ranked(
+        self,
+        snap: Snapshot,
+        parsed: ParsedQuery,
+        mode: str,
+        depth: int,
+        allowed_notes: set[int] | None,
+        notes: list[str],
+    ) -> tuple[Retrieved, list[Candidate], tuple[str, ...]]:
+        """The whole ranking from ``depth`` chunks per branch. The depth is the same for
+        every ``top_k``: a deeper retrieval adds candidates and so moves the ones already
+        found, and the first hits must not change with how many are asked for."""
+        retrieved = self.retrieve(snap, parsed, mode, depth, allowed_notes)
+        retrieved, settings, rewrites = self._expand(
+            snap, parsed, retrieved, mode, depth, allowed_notes, notes
+        )
+        candidates = self.rank(snap, retrieved, mode, allowed_notes, settings)
+        return retrieved, self._rerank(snap, parsed, candidates, notes), rewrites
 
     def _expand(
         self,

@@ -193,6 +193,15 @@ def fuse(
     return out
 
 
+def extend(ranked: list[Candidate], deeper: Sequence[Candidate]) -> list[Candidate]:
+    """``ranked`` with the notes only a deeper retrieval found after it, in that
+    retrieval's order: a page longer than one ranking holds grows at its end, and the
+    hits before stay those of a shorter page. Their scores come from the deeper fusion,
+    so one may exceed the last score of ``ranked``; the order is the tiers'."""
+    seen = {c.note_id for c in ranked}
+    return [*ranked, *(c for c in deeper if c.note_id not in seen)]
+
+
 @functools.lru_cache(maxsize=65536)
 def _fold(text: str) -> str:
     """Cached: every query folds the title of each of its few hundred candidates."""
