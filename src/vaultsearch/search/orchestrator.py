@@ -22,6 +22,7 @@ from vaultsearch.embedding.endpoint import EndpointError
 from vaultsearch.embedding.rerank import Reranker, make_reranker
 from vaultsearch.errors import IndexCorruptError, IndexIncompatibleError, QueryError
 from vaultsearch.models import Hit, Passage, SearchHits, SourceKind
+from vaultsearch.search.boilerplate import weigh_down
 from vaultsearch.search.confidence import Evidence, confidence, coverage, idf
 from vaultsearch.search.expansion import QueryExpander
 from vaultsearch.search.filters import KINDS, NoteMeta, SearchFilters
@@ -289,11 +290,13 @@ class QueryOrchestrator:
         allowed_notes: set[int] | None = None,
         settings: FusionSettings | None = None,
     ) -> list[Candidate]:
-        """Fused, graph-boosted, recency-weighted notes: the cheap half, pure given its
-        inputs (the tuning bench calls it with other settings on cached retrievals)."""
-        branches = retrieved.branches
+        """Fused, graph-boosted, recency-weighted notes, boilerplate weighed down: the
+        cheap half, pure given its inputs (the tuning bench calls it with other settings
+        on cached retrievals)."""
+        branches = weigh_down(retrieved.branches, snap.boilerplate)
         if retrieved.completion:
-            branches = complete(branches, retrieved.completion, snap.note_of_chunk)
+            extra = weigh_down(retrieved.completion, snap.boilerplate)
+            branches = complete(branches, extra, snap.note_of_chunk)
         return fuse(
             branches,
             snap,

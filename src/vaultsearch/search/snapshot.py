@@ -25,6 +25,7 @@ import numpy as np
 
 from vaultsearch.config import Config
 from vaultsearch.errors import IndexCorruptError, IndexMissingError
+from vaultsearch.search import boilerplate
 from vaultsearch.search.filters import NoteMeta, SearchFilters
 from vaultsearch.store.catalog import Catalog, ChunkRow
 from vaultsearch.store.derived import DERIVED, DerivedSettings
@@ -205,6 +206,12 @@ class Snapshot:
     def has_links(self) -> bool:
         """Counted once: networkx counts edges by walking every node (19 ms at 26k notes)."""
         return self.graph.number_of_edges() > 0
+
+    @functools.cached_property
+    def boilerplate(self) -> frozenset[int]:
+        """Chunks repeated across most notes (``boilerplate.find``), found at the first
+        search of the generation: one scan of the chunk lengths."""
+        return boilerplate.find(self.catalog.db, len(self.notes))
 
     def is_stale(self) -> bool:
         return _stat_key(self.layout, self.generation) != self.key
