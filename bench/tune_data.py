@@ -64,7 +64,9 @@ class Trial:
             sem = s.weights["semantic"] + s.weights.get("sentences", 0.0)
             a, w = sem / (sem + s.weights["keyword"]), s.weights.get("sentences", 0.0) / sem
             head = f"convex {s.normalisation} a_sem={a:.2g} w_sent={w:.2g} share={s.chunk_share:g}"
-        tail = f" graph={s.graph_share:g} cand={self.candidates}"
+        tail = f" graph={s.graph_share:g}"
+        tail += f" lead={s.graph_lead:g}" if s.graph_lead else ""
+        tail += f" cand={self.candidates}"
         if self.variant:
             tail += " " + ":".join(
                 f"{v:g}" if isinstance(v, float) else str(v) for v in self.variant
@@ -218,9 +220,10 @@ class Dataset:
 
     def scores(self, trial: Trial) -> Scores:
         """Memoised on what can change this dataset's ranking (a vault without links
-        ignores the graph share, SciFact's depth is fixed by its top 100)."""
+        ignores the graph shares)."""
         s = trial.settings
-        graph = s.graph_share if self.orchestrator.snapshot().has_links else 0.0
+        links = self.orchestrator.snapshot().has_links
+        graph = (s.graph_share, s.graph_lead) if links else (0.0, 0.0)
         key = (
             s.method, tuple(sorted(s.weights.items())), s.rrf_k, s.normalisation,
             s.chunk_share, graph, s.graph_top, s.recency_tiers, self.depth(trial), trial.boosts,

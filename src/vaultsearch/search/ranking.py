@@ -52,6 +52,8 @@ class FusionSettings:
     chunk_share: float = 0.0
     graph_share: float = 0.0
     graph_top: int = 10
+    graph_lead: float = 0.0
+    """The share the best candidate passes to its neighbours (``graph_boost``)."""
     recency_tiers: tuple[tuple[float, float], ...] = ()
 
     @classmethod
@@ -156,7 +158,9 @@ def fuse(
     graph: dict[int, tuple[float, str]] = {}
     if settings.graph_share > 0 and neighbours is not None and fused:
         by_path = {view.notes[n].path: v for n, v in fused.items()}
-        _, gifts = graph_boost(by_path, neighbours, settings.graph_top, settings.graph_share)
+        _, gifts = graph_boost(
+            by_path, neighbours, settings.graph_top, settings.graph_share, settings.graph_lead
+        )
         for path, gift in gifts.items():
             nid = view.note_by_path.get(path)
             if nid is None or nid in banned or (allowed is not None and nid not in allowed):
