@@ -30,6 +30,7 @@ from vaultsearch.search.query import ParsedQuery, parse_query, words
 from vaultsearch.search.ranking import Candidate, FusionSettings, complete, extend, fuse
 from vaultsearch.search.snapshot import Snapshot
 from vaultsearch.search.snippets import make_snippet
+from vaultsearch.search.typos import corrected, surface, unknown_typos
 from vaultsearch.store.catalog import ChunkRow
 from vaultsearch.store.fuzzy import Expansion
 from vaultsearch.store.graph import neighbours
@@ -52,6 +53,9 @@ class Retrieved:
     completion: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     """Per branch, scores of the chunks of notes only the other branch found
     (``ranking.complete``); in hybrid mode, the semantic branch's, else empty."""
+    embedded: str = ""
+    """The text the semantic branches embedded when it is not the query typed (a
+    misspelt word corrected, ``typos``); empty otherwise."""
 
 
 class QueryOrchestrator:
@@ -144,9 +148,14 @@ class QueryOrchestrator:
             ranked = extend(ranked, deeper)
         if filters.min_score is not None:
             ranked = [c for c in ranked if c.score >= filters.min_score]
-        if explain and (rewrites or notes):
+        if explain and (rewrites or notes or retrieved.embedded):
             for c in ranked[:top_k]:
-                c.explain = replace(c.explain, rewrites=rewrites, notes=tuple(dict.fromkeys(notes)))
+                c.explain = replace(
+                    c.explain,
+                    rewrites=rewrites,
+                    notes=tuple(dict.fromkeys(notes)),
+                    embedded=retrieved.embedded,
+                )
         return SearchHits(self._hits(snap, parsed, retrieved, ranked[:top_k], explain), degraded)
 
     def _ranked(
@@ -238,9 +247,13 @@ class QueryOrchestrator:
         vector: list[np.ndarray] = []
         vector_ready = threading.Event()
 
+        expanded = snap.keywords.expand(terms) if terms and (keyword_on or semantic_on) else []
+        typed = parsed.text or " ".join(parsed.highlight_terms)
+        embedded = corrected(typed, _typo_fixes(snap, expanded)) if semantic_on else typed
+
         def keyword() -> tuple[list[tuple[int, float]], _Scored]:
             t = time.perf_counter()
-            widened.extend(snap.keywords.expand(terms))
+            widened.extend(expanded)
             out = snap.keywords.search(
                 terms, parsed.phrases, parsed.excluded, snap.boosts, k, allowed, widened
             )
@@ -258,9 +271,7 @@ class QueryOrchestrator:
         if semantic_on:
             t = time.perf_counter()
             try:
-                query_vector = self.embedder.embed_query(
-                    parsed.text or " ".join(parsed.highlight_terms)
-                )
+                query_vector = self.embedder.embed_query(embedded)
                 _same_dimension(query_vector, snap)
                 vector.append(query_vector)
             finally:
@@ -280,7 +291,14 @@ class QueryOrchestrator:
         timings["after_branches"] = time.perf_counter() - t
         banned = frozenset(snap.notes_containing(parsed.excluded)) if parsed.excluded else None
         self.last_timings = timings
-        return Retrieved(results, tuple(widened), banned or frozenset(), parsed.text, completion)
+        return Retrieved(
+            results,
+            tuple(widened),
+            banned or frozenset(),
+            parsed.text,
+            completion,
+            embedded if embedded != typed else "",
+        )
 
     def rank(
         self,
@@ -473,6 +491,20 @@ def _score_found(
     cosines = dict(snap.vectors.score(vector, chunks)) if chunks is not None and len(chunks) else {}
     best = dict(snap.sentences.best(vector, [c for c, _ in keyword])) if sentences else {}
     return _Scored(cosines, best)
+
+
+def _typo_fixes(snap: Snapshot, expanded: list[Expansion]) -> dict[str, str]:
+    """Each query word no chunk holds, with the vault's word for the close index term
+    the keyword side widened it to, read from the chunks that hold that term."""
+    searcher = snap.keywords.index.searcher()
+    stems = unknown_typos(expanded, lambda t: int(searcher.doc_freq("text", t)), snap.stem)
+    fixes = {}
+    for word, term in stems.items():
+        hits = snap.keywords.search([word], k=3, expansions=[Expansion(word, term, "typo")])
+        rows = snap.chunk_rows(c for c, _ in hits)
+        if found := surface(word, term, (r.text for r in rows.values()), snap.stem):
+            fixes[word] = found
+    return fixes
 
 
 def _same_dimension(vector: np.ndarray, snap: Snapshot) -> None:
