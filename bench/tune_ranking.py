@@ -6,6 +6,9 @@ ranking without it, in one run on the same cached retrievals (``tune_data``).
   it is fixed (now; a longer page is extended at its end);
 - boilerplate: how many chunks are boilerplate, and the share of top-10 slots whose
   best passage is one, with and without the weighing down;
+- typos: nDCG@10 of every answered query with one adjacent-letter swap in its longest
+  word, against the query as written, per mode, with and without the correction before
+  embedding (``search.typos``);
 - multi-hop: nDCG@10 per kind with and without a larger gift from the best note to its
   links (``graph_lead``), and a 5-fold CV of the graph share alone against share and
   lead together (per fold, held out).
@@ -30,9 +33,9 @@ from judged_set import VAULTS, fold_of, load_judged
 from tune import trial_of
 from tune_cv import cross_validate, paired_cells
 from tune_data import FOLDS, Dataset, Trial
-from vault_quality import judged_vault
+from vault_quality import judged_vault, run_queries
 from vaultsearch.config import load_config
-from vaultsearch.search import boilerplate
+from vaultsearch.search import boilerplate, orchestrator
 
 SHARES = (0.0, 0.05, 0.1, 0.2)
 LEADS = (0.0, 0.2, 0.3, 0.5, 0.7)
@@ -71,6 +74,45 @@ def boilerplate_row(ds: Dataset, trial: Trial) -> str:
         f"| {ds.name} | {len(found)} | {len(notes_with)} of {len(snap.notes)} | "
         f"{share} of {len(slots)} (notes holding one) |"
     )
+
+
+def swapped(query: str) -> str:
+    """The query with two neighbouring letters of its longest word swapped, from the
+    middle on (the first pair that differs)."""
+    words = query.split()
+    i = max(range(len(words)), key=lambda j: (len(words[j].strip(".,?!:;'\"()")), -j))
+    w = words[i]
+    for k in range(max(len(w) // 2 - 1, 0), len(w) - 1):
+        if w[k] != w[k + 1] and w[k].isalpha() and w[k + 1].isalpha():
+            words[i] = w[:k] + w[k + 1] + w[k] + w[k + 2 :]
+            break
+    return " ".join(words)
+
+
+def typo_rows(name: str, work: Path) -> list[str]:
+    queries = [q for q in load_judged(name) if q.answered]
+    misspelt = [replace(q, query=swapped(q.query)) for q in queries]
+    rows = []
+    with judged_vault(name, work / f"typos-{name}", load_config(None)) as vault:
+        for mode in ("hybrid", "semantic", "keyword"):
+            clean, fixed = _ndcg(vault, queries, mode), _ndcg(vault, misspelt, mode)
+            real = orchestrator._typo_fixes
+            orchestrator._typo_fixes = lambda *_: {}  # type: ignore[assignment]
+            try:
+                clean_raw, raw = _ndcg(vault, queries, mode), _ndcg(vault, misspelt, mode)
+            finally:
+                orchestrator._typo_fixes = real  # type: ignore[assignment]
+            m = statistics.fmean
+            rows.append(
+                f"| {name} | {mode} | {len(queries)} | {m(clean_raw):.4f} / {m(clean):.4f} | "
+                f"{m(raw):.4f} ({m(raw) - m(clean_raw):+.4f}) | "
+                f"{m(fixed):.4f} ({m(fixed) - m(clean):+.4f}) | {paired_cells(fixed, raw)} |"
+            )
+    return rows
+
+
+def _ndcg(vault: object, queries: list, mode: str) -> list[float]:  # type: ignore[type-arg]
+    return [r.ndcg for r in run_queries(vault, queries, mode)]  # type: ignore[arg-type]
 
 
 def with_lead(trial: Trial, share: float, lead: float) -> Trial:
@@ -116,11 +158,21 @@ def cv_rows(ds: Dataset, trial: Trial) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("vaults", nargs="*", default=None)
+    parser.add_argument("--typos", action="store_true", help="only the typo table")
     args = parser.parse_args()
     names = args.vaults or [v for v in VAULTS if (SHARED / "vaults" / v).is_dir()]
     trial = trial_of(load_config(None).search)
     with contextlib.ExitStack() as stack:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="vs-rank-")))
+        if args.typos:
+            print("### One adjacent-letter swap per query: nDCG@10\n\n"
+                  "| vault | mode | queries | as written, not corrected / corrected "
+                  "| swapped, embedded as typed "
+                  "| swapped, corrected | corrected - as typed [95% CI] | wins / losses, p |\n"
+                  "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |")  # fmt: skip
+            for n in names:
+                print("\n".join(typo_rows(n, work)))
+            return
         sets = [load(n, work, stack) for n in names]
         print("### top_k\n\n| vault | queries | top 10 differs, depth grown with top_k "
               "(before) | fixed depth (now) |\n| --- | ---: | ---: | --- |")  # fmt: skip
