@@ -9,6 +9,9 @@ ranking without it, in one run on the same cached retrievals (``tune_data``).
 - typos: nDCG@10 of every answered query with one adjacent-letter swap in its longest
   word, against the query as written, per mode, with and without the correction before
   embedding (``search.typos``);
+- boilerplate on a vault that has it (``--footer``): the judged vault with the same
+  footer section appended to every note, nDCG@10 and the top-10 slots whose shown
+  passage is the footer, with the footer counted in full and weighed down;
 - multi-hop: nDCG@10 per kind with and without a larger gift from the best note to its
   links (``graph_lead``), and a 5-fold CV of the graph share alone against share and
   lead together (per fold, held out).
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import shutil
 import statistics
 import sys
 import tempfile
@@ -28,13 +32,15 @@ from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import SHARED
+from _report import CACHE, SHARED
 from judged_set import VAULTS, fold_of, load_judged
 from tune import trial_of
 from tune_cv import cross_validate, paired_cells
 from tune_data import FOLDS, Dataset, Trial
 from vault_quality import judged_vault, run_queries
+from vaultsearch import Vault
 from vaultsearch.config import load_config
+from vaultsearch.evaluation import ndcg_at_k
 from vaultsearch.search import boilerplate, orchestrator
 
 SHARES = (0.0, 0.05, 0.1, 0.2)
@@ -115,6 +121,59 @@ def _ndcg(vault: object, queries: list, mode: str) -> list[float]:  # type: igno
     return [r.ndcg for r in run_queries(vault, queries, mode)]  # type: ignore[arg-type]
 
 
+FOOTER_HEADING = "About this vault"
+FOOTER = (
+    f"\n\n## {FOOTER_HEADING}\n\nThese notes are my personal knowledge base, synced between "
+    "my phone and my computer and published under CC0.\n"
+)
+
+
+def footer_vault(name: str) -> Vault:
+    """The judged vault with ``FOOTER`` appended to every note, kept in bench/.cache (the
+    first build embeds only the footer chunks: the rest come from the judged catalog)."""
+    root = CACHE / f"footer-{name}"
+    vault_dir, index_dir = root / "vault", root / "index"
+    if not vault_dir.is_dir():
+        shutil.copytree(SHARED / "vaults" / name, vault_dir)
+        for path in vault_dir.rglob("*.md"):
+            if not any(p.startswith(".") for p in path.relative_to(vault_dir).parts):
+                text = path.read_text(encoding="utf-8", errors="replace")
+                path.write_text(text.rstrip("\n") + FOOTER, encoding="utf-8")
+    if not index_dir.is_dir():
+        index_dir.mkdir(parents=True)
+        shutil.copy2(CACHE / f"judged-{name}" / "catalog.sqlite", index_dir / "catalog.sqlite")
+    vault = Vault.open(vault_dir, index_dir=index_dir)
+    vault.index()
+    return vault
+
+
+def footer_rows(name: str) -> list[str]:
+    queries = [q for q in load_judged(name) if q.answered]
+    vault = footer_vault(name)
+    rows = []
+    try:
+        found = vault.orchestrator.snapshot().boilerplate
+        for label, weight in (("counted in full", 1.0), ("weighed down", boilerplate.WEIGHT)):
+            real, boilerplate.WEIGHT = boilerplate.WEIGHT, weight
+            try:
+                ndcg, slots, footer = [], 0, 0
+                for q in queries:
+                    hits = vault.search(q.query, top_k=10)
+                    paths = [h.path for h in hits]
+                    ndcg.append(ndcg_at_k(paths, q.judgments, 10))
+                    slots += len(hits)
+                    footer += sum(1 for h in hits if FOOTER_HEADING in h.heading_path)
+            finally:
+                boilerplate.WEIGHT = real
+            rows.append(
+                f"| {name} + footer | {len(found)} | {label} | {len(queries)} | "
+                f"{statistics.fmean(ndcg):.4f} | {footer} of {slots} |"
+            )
+    finally:
+        vault.close()
+    return rows
+
+
 def with_lead(trial: Trial, share: float, lead: float) -> Trial:
     return replace(trial, settings=replace(trial.settings, graph_share=share, graph_lead=lead))
 
@@ -159,11 +218,19 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("vaults", nargs="*", default=None)
     parser.add_argument("--typos", action="store_true", help="only the typo table")
+    parser.add_argument("--footer", action="store_true", help="only the footer table")
     args = parser.parse_args()
     names = args.vaults or [v for v in VAULTS if (SHARED / "vaults" / v).is_dir()]
     trial = trial_of(load_config(None).search)
     with contextlib.ExitStack() as stack:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="vs-rank-")))
+        if args.footer:
+            print("### A footer in every note\n\n| vault | boilerplate chunks | footer | "
+                  "queries | nDCG@10 | top-10 slots showing the footer |\n"
+                  "| --- | ---: | --- | ---: | ---: | --- |")  # fmt: skip
+            for n in names:
+                print("\n".join(footer_rows(n)))
+            return
         if args.typos:
             print("### One adjacent-letter swap per query: nDCG@10\n\n"
                   "| vault | mode | queries | as written, not corrected / corrected "
