@@ -94,7 +94,7 @@ class Dataset:
     retrieved: dict[str, Retrieved]
     top_k: int
     """How many results the evaluation asks for: a ranking holding fewer is extended from
-    a retrieval of 4 x top_k (``ranking.extend``), as the product does."""
+    rankings 4, 16, ... times as deep (``ranking.extend``), as the product does."""
     fold: dict[str, int]
     kind: dict[str, str] = field(default_factory=dict)
     _keyword: dict[tuple[tuple[str, float], ...], dict[str, list[tuple[int, float]]]] = field(
@@ -153,7 +153,7 @@ class Dataset:
 
     def run(self, trial: Trial, branches: Sequence[str] | None = None) -> Run:
         """Each query ranked as a search of ``top_k`` hits ranks it: at the trial's
-        depth, then, when that holds fewer notes, extended from 4 x ``top_k``."""
+        depth, then, when that holds fewer notes, extended from deeper levels."""
         snap = self.orchestrator.snapshot()
         depth = self.depth(trial)
         kw = self._keyword_hits(trial.boosts) if trial.boosts else None
@@ -165,9 +165,13 @@ class Dataset:
             if branches is not None:
                 lists = {b: lists.get(b, []) for b in branches}
             ranked = self._rank_at(trial, qid, r, lists, depth, branches)
-            deeper = min(4 * self.top_k, K)
-            if len(ranked) < self.top_k and depth < deeper:
-                ranked = extend(ranked, self._rank_at(trial, qid, r, lists, deeper, branches))
+            level = depth
+            while len(ranked) < self.top_k and level < K:  # the product's levels, cut at K
+                level = min(level * 4, K)
+                grown = extend(ranked, self._rank_at(trial, qid, r, lists, level, branches))
+                if len(grown) == len(ranked):
+                    break
+                ranked = grown
             out[qid] = list(
                 dict.fromkeys(self.doc_of.get(snap.notes[c.note_id].path, "") for c in ranked[:100])
             )

@@ -38,6 +38,10 @@ from vaultsearch.store.layout import IndexLayout
 
 MODES = ("hybrid", "keyword", "semantic")
 MAX_TOP_K = 1000
+DEEPEST = 4 * MAX_TOP_K
+"""A page longer than the ranking at ``search.candidates`` is extended from rankings 4, 16,
+... times as deep, up to this: the levels do not depend on ``top_k`` (only how many are
+used), so a longer page always begins with a shorter one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,9 +147,12 @@ class QueryOrchestrator:
         notes: list[str] = []
         depth = self.config.search.candidates
         retrieved, ranked, rewrites = self._ranked(snap, parsed, mode, depth, allowed_notes, notes)
-        if len(ranked) < top_k and depth < top_k * 4:
-            deeper = self._ranked(snap, parsed, mode, top_k * 4, allowed_notes, notes)[1]
-            ranked = extend(ranked, deeper)
+        while len(ranked) < top_k and depth < DEEPEST:
+            depth *= 4
+            grown = extend(ranked, self._ranked(snap, parsed, mode, depth, allowed_notes, notes)[1])
+            if len(grown) == len(ranked):
+                break
+            ranked = grown
         if filters.min_score is not None:
             ranked = [c for c in ranked if c.score >= filters.min_score]
         if explain and (rewrites or notes or retrieved.embedded):
