@@ -254,7 +254,8 @@ class QueryOrchestrator:
         vector: list[np.ndarray] = []
         vector_ready = threading.Event()
 
-        expanded = snap.keywords.expand(terms) if terms and (keyword_on or semantic_on) else []
+        readable = terms and (keyword_on or "keywords" not in snap.damaged)
+        expanded = snap.keywords.expand(terms) if readable else []
         typed = parsed.text or " ".join(parsed.highlight_terms)
         embedded = corrected(typed, _typo_fixes(snap, expanded)) if semantic_on else typed
 
@@ -503,6 +504,8 @@ def _score_found(
 def _typo_fixes(snap: Snapshot, expanded: list[Expansion]) -> dict[str, str]:
     """Each query word no chunk holds, with the vault's word for the close index term
     the keyword side widened it to, read from the chunks that hold that term."""
+    if not any(e.kind == "typo" for e in expanded):
+        return {}
     searcher = snap.keywords.index.searcher()
     stems = unknown_typos(expanded, lambda t: int(searcher.doc_freq("text", t)), snap.stem)
     fixes = {}
