@@ -27,7 +27,7 @@ from tune_variants import Variant
 from vaultsearch.evaluation import mrr_at_k, ndcg_at_k, recall_at_k
 from vaultsearch.search.orchestrator import QueryOrchestrator, Retrieved
 from vaultsearch.search.query import parse_query
-from vaultsearch.search.ranking import FusionSettings
+from vaultsearch.search.ranking import Candidate, FusionSettings, extend
 from vaultsearch.store.derived import Query
 from vaultsearch.vault import Vault
 
@@ -65,7 +65,9 @@ class Trial:
             sem = s.weights["semantic"] + s.weights.get("sentences", 0.0)
             a, w = sem / (sem + s.weights["keyword"]), s.weights.get("sentences", 0.0) / sem
             head = f"convex {s.normalisation} a_sem={a:.2g} w_sent={w:.2g} share={s.chunk_share:g}"
-        tail = f" graph={s.graph_share:g} cand={self.candidates}"
+        tail = f" graph={s.graph_share:g}"
+        tail += f" lead={s.graph_lead:g}" if s.graph_lead else ""
+        tail += f" cand={self.candidates}"
         if self.variant:
             tail += " " + ":".join(
                 f"{v:g}" if isinstance(v, float) else str(v) for v in self.variant
@@ -92,7 +94,8 @@ class Dataset:
     qrels: Qrels
     retrieved: dict[str, Retrieved]
     top_k: int
-    """How many results the evaluation asks for: the product fuses max(candidates, 4 x top_k)."""
+    """How many results the evaluation asks for: a ranking holding fewer is extended from
+    rankings 4, 16, ... times as deep (``ranking.extend``), as the product does."""
     fold: dict[str, int]
     kind: dict[str, str] = field(default_factory=dict)
     _keyword: dict[tuple[tuple[str, float], ...], dict[str, list[tuple[int, float]]]] = field(
@@ -131,7 +134,7 @@ class Dataset:
         return list(self.retrieved)
 
     def depth(self, trial: Trial) -> int:
-        return min(max(trial.candidates, 4 * self.top_k), K)
+        return min(trial.candidates, K)
 
     def _keyword_hits(
         self, boosts: tuple[tuple[str, float], ...]
@@ -155,10 +158,11 @@ class Dataset:
         return self._keyword[boosts]
 
     def run(self, trial: Trial, branches: Sequence[str] | None = None) -> Run:
-        orch, snap = self.orchestrator, self.orchestrator.snapshot()
+        """Each query ranked as a search of ``top_k`` hits ranks it: at the trial's
+        depth, then, when that holds fewer notes, extended from deeper levels."""
+        snap = self.orchestrator.snapshot()
         depth = self.depth(trial)
         kw = self._keyword_hits(trial.boosts) if trial.boosts else None
-        mode = "hybrid" if branches is None or len(branches) == 2 else branches[0]
         out: Run = {}
         for qid, r in self.retrieved.items():
             lists = dict(r.branches)
@@ -166,24 +170,44 @@ class Dataset:
                 lists["keyword"] = kw[qid]
             if branches is not None:
                 lists = {b: lists.get(b, []) for b in branches}
-            cut = {b: hits if b == "sentences" else hits[:depth] for b, hits in lists.items()}
-            if "sentences" in cut:  # a search at this depth scores the chunks it found
-                found = {c for b, hits in cut.items() if b != "sentences" for c, _ in hits}
-                cut["sentences"] = [h for h in cut["sentences"] if h[0] in found]
-            r = replace(r, branches=cut, completion=_completion(r, lists, depth))
-            ranked = variants.apply(
-                trial.variant,
-                r,
-                lambda x: orch.rank(snap, x, mode, settings=trial.settings),
-                snap.note_of_chunk,
-                self.query_vectors()[qid] if trial.variant[:1] == ("prf",) else np.zeros(0),
-                lambda ids: snap.reader("vectors").vectors_of(ids)[1],
-                lambda v, k: snap.reader("vectors").nearest(v, k),
-            )[:100]
+            ranked = self._rank_at(trial, qid, r, lists, depth, branches)
+            level = depth
+            while len(ranked) < self.top_k and level < K:  # the product's levels, cut at K
+                level = min(level * 4, K)
+                grown = extend(ranked, self._rank_at(trial, qid, r, lists, level, branches))
+                if len(grown) == len(ranked):
+                    break
+                ranked = grown
             out[qid] = list(
-                dict.fromkeys(self.doc_of.get(snap.notes[c.note_id].path, "") for c in ranked)
+                dict.fromkeys(self.doc_of.get(snap.notes[c.note_id].path, "") for c in ranked[:100])
             )
         return out
+
+    def _rank_at(
+        self,
+        trial: Trial,
+        qid: str,
+        r: Retrieved,
+        lists: dict[str, list[tuple[int, float]]],
+        depth: int,
+        branches: Sequence[str] | None,
+    ) -> list[Candidate]:
+        orch, snap = self.orchestrator, self.orchestrator.snapshot()
+        mode = "hybrid" if branches is None or len(branches) == 2 else branches[0]
+        cut = {b: hits if b == "sentences" else hits[:depth] for b, hits in lists.items()}
+        if "sentences" in cut:  # a search at this depth scores the chunks it found
+            found = {c for b, hits in cut.items() if b != "sentences" for c, _ in hits}
+            cut["sentences"] = [h for h in cut["sentences"] if h[0] in found]
+        r = replace(r, branches=cut, completion=_completion(r, lists, depth))
+        return variants.apply(
+            trial.variant,
+            r,
+            lambda x: orch.rank(snap, x, mode, settings=trial.settings),
+            snap.note_of_chunk,
+            self.query_vectors()[qid] if trial.variant[:1] == ("prf",) else np.zeros(0),
+            lambda ids: snap.reader("vectors").vectors_of(ids)[1],
+            lambda v, k: snap.reader("vectors").nearest(v, k),
+        )
 
     def query_vectors(self) -> dict[str, np.ndarray]:
         """Each query's embedding as ``retrieve`` makes it (cached on disk)."""
@@ -206,9 +230,10 @@ class Dataset:
 
     def scores(self, trial: Trial) -> Scores:
         """Memoised on what can change this dataset's ranking (a vault without links
-        ignores the graph share, SciFact's depth is fixed by its top 100)."""
+        ignores the graph shares)."""
         s = trial.settings
-        graph = s.graph_share if len(self.orchestrator.snapshot().reader("graph")) else 0.0
+        links = bool(len(self.orchestrator.snapshot().reader("graph")))
+        graph = (s.graph_share, s.graph_lead) if links else (0.0, 0.0)
         key = (
             s.method, tuple(sorted(s.weights.items())), s.rrf_k, s.normalisation,
             s.chunk_share, graph, s.graph_top, s.recency_tiers, self.depth(trial), trial.boosts,

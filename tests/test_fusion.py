@@ -54,6 +54,17 @@ def test_graph_boost_hand_computed() -> None:
     assert boosted["b"] == pytest.approx(0.03)
 
 
+def test_graph_lead_raises_only_the_best_notes_gift() -> None:
+    scores = {"a": 0.04, "b": 0.03, "c": 0.01}
+    links = {"a": ["c"], "b": ["n"]}
+    boosted, why = graph_boost(scores, lambda x: links.get(x, []), top=2, share=0.1, lead=0.5)
+    assert boosted["c"] == pytest.approx(0.01 + 0.5 * 0.04)  # a is first: the lead share
+    assert boosted["n"] == pytest.approx(0.1 * 0.03)  # b is second: the plain share
+    assert why["c"].source == "a"
+    below, _ = graph_boost(scores, lambda x: links.get(x, []), top=2, share=0.1, lead=0.05)
+    assert below["c"] == pytest.approx(0.01 + 0.1 * 0.04)  # a lead under the share is no cut
+
+
 def test_graph_boost_share_zero_changes_nothing() -> None:
     scores = {"a": 1.0, "b": 0.5}
     boosted, _ = graph_boost(scores, lambda x: ["b"] if x == "a" else [], top=5, share=0.0)

@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import write_files
 from vaultsearch import Vault
-from vaultsearch.search.confidence import WEAK
+from vaultsearch.search.confidence import FIRST_LINE, WEAK, first_hit_answers, weak_answer
 
 RECENT = (datetime.now(UTC).date() - timedelta(days=1)).isoformat()
 
@@ -191,6 +191,18 @@ def test_confidence_separates_answers_from_nonsense(vault: Vault) -> None:
     nonsense = vault.search("quarterly tax filing deadline penalties")
     assert nonsense and nonsense[0].confidence < WEAK
     assert all(0.0 <= h.confidence <= 1.0 for h in nonsense)
+
+
+def test_no_good_match_is_said_from_the_first_hits_calibrated_probability(vault: Vault) -> None:
+    good = vault.search("xylophone percussion instrument")
+    assert weak_answer([h.confidence for h in good]) is None
+    nonsense = vault.search("quarterly tax filing deadline penalties")
+    said = weak_answer([h.confidence for h in nonsense])
+    p = first_hit_answers(nonsense[0].confidence)
+    assert p < FIRST_LINE and said is not None and f"probability {p:.2f}" in said
+    assert weak_answer([]) == "No note matches: try other words, or fewer filters."
+    ordered = [first_hit_answers(c) for c in (0.001, 0.05, 0.2, 0.9)]
+    assert ordered == sorted(ordered) and all(0 < x < 1 for x in ordered)
 
 
 def test_highlights_never_split_a_link_a_code_span_or_a_url(vault: Vault) -> None:

@@ -145,6 +145,9 @@ class Explain:
     for the hypothetical answer); their branches are named ``semantic@1`` and so on."""
     notes: tuple[str, ...] = ()
     """What did not go as configured: an expansion or rerank endpoint that failed."""
+    embedded: str = ""
+    """The query as the semantic branches embedded it when a misspelt word the vault
+    lacks was corrected (``hibernaton swap`` -> ``hibernation swap``); else empty."""
     expansions: tuple[str, ...] = ()
     """Query words that matched nothing and were widened: ``canvs~canva``, ``canv*canvas``."""
     confidence: float = 0.0
@@ -174,7 +177,7 @@ class Explain:
             "name_added", "graph_added", "recency_added", "rerank_added", "confidence", "coverage"
         ):  # fmt: skip
             out[key] = round(out[key], 6)
-        for key in ("reranker", "relevance", "rewrites", "notes"):  # only when a model ran
+        for key in ("reranker", "relevance", "rewrites", "notes", "embedded"):  # only when set
             if out[key] in ("", None, (), []):
                 del out[key]
         if self.relevance is not None:

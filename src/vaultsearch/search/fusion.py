@@ -84,15 +84,18 @@ def graph_boost(
     neighbours: Callable[[K], Iterable[K]],
     top: int,
     share: float,
+    lead: float = 0.0,
 ) -> tuple[dict[K, float], dict[K, GraphBoost]]:
     """Each of the ``top`` candidates passes ``share`` of its score to its 1-hop
-    neighbours. A neighbour linked from several top candidates takes the largest
-    share, not the sum, so a hub note cannot climb on link count alone. Neighbours
-    outside the pool enter it with that share."""
+    neighbours, the best one ``max(share, lead)``: a question asked through a note
+    ("the property PGP lacks according to my notes on ...") finds that note first, and
+    the answer is what it links to. A neighbour linked from several top candidates takes
+    the largest gift, not the sum, so a hub note cannot climb on link count alone.
+    Neighbours outside the pool enter it with that gift."""
     ranked = rank_items(scores)[:top]
     best: dict[K, GraphBoost] = {}
-    for cand in ranked:
-        gift = share * scores[cand]
+    for i, cand in enumerate(ranked):
+        gift = (max(share, lead) if i == 0 else share) * scores[cand]
         for n in neighbours(cand):
             if n == cand:
                 continue

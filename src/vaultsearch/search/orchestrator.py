@@ -24,17 +24,24 @@ from vaultsearch.embedding.rerank import Reranker, make_reranker
 from vaultsearch.errors import IndexCorruptError, IndexIncompatibleError, QueryError
 from vaultsearch.models import Hit, Passage, SearchHits, SourceKind
 from vaultsearch.request import KINDS, MAX_TOP_K, MODES
+from vaultsearch.search.boilerplate import weigh_down
 from vaultsearch.search.confidence import Evidence, confidence, coverage, idf
 from vaultsearch.search.expansion import QueryExpander
 from vaultsearch.search.filters import NoteMeta, SearchFilters
 from vaultsearch.search.query import ParsedQuery, parse_query, words
-from vaultsearch.search.ranking import Candidate, FusionSettings, complete, fuse
+from vaultsearch.search.ranking import Candidate, FusionSettings, complete, extend, fuse
 from vaultsearch.search.snapshot import Snapshot
 from vaultsearch.search.snippets import make_snippet
+from vaultsearch.search.typos import corrected, surface, unknown_typos
 from vaultsearch.store.catalog import ChunkRow
 from vaultsearch.store.derived import DERIVED, DerivedIndex, Query
 from vaultsearch.store.fuzzy import Expansion
 from vaultsearch.store.layout import IndexLayout
+
+DEEPEST = 4 * MAX_TOP_K
+"""A page longer than the ranking at ``search.candidates`` is extended from rankings 4, 16,
+... times as deep, up to this: the levels do not depend on ``top_k`` (only how many are
+used), so a longer page always begins with a shorter one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +57,9 @@ class Retrieved:
     completion: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     """Per branch, scores of the chunks of notes only the other branch found
     (``ranking.complete``); in hybrid mode, the semantic branch's, else empty."""
+    embedded: str = ""
+    """The text the semantic branches embedded when it is not the query typed (a
+    misspelt word corrected, ``typos``); empty otherwise."""
 
 
 class QueryOrchestrator:
@@ -134,20 +144,45 @@ class QueryOrchestrator:
         allowed_notes = snap.allowed_notes(filters)
         if allowed_notes is not None and not allowed_notes:
             return SearchHits(degraded=degraded)
-        per_strategy = max(self.config.search.candidates, top_k * 4)
-        retrieved = self.retrieve(snap, parsed, mode, per_strategy, allowed_notes)
         notes: list[str] = []
-        retrieved, settings, rewrites = self._expand(
-            snap, parsed, retrieved, mode, per_strategy, allowed_notes, notes
-        )
-        candidates = self.rank(snap, retrieved, mode, allowed_notes, settings)
-        ranked = self._rerank(snap, parsed, candidates, notes)
+        depth = self.config.search.candidates
+        retrieved, ranked, rewrites = self._ranked(snap, parsed, mode, depth, allowed_notes, notes)
+        while len(ranked) < top_k and depth < DEEPEST:
+            depth *= 4
+            grown = extend(ranked, self._ranked(snap, parsed, mode, depth, allowed_notes, notes)[1])
+            if len(grown) == len(ranked):
+                break
+            ranked = grown
         if filters.min_score is not None:
             ranked = [c for c in ranked if c.score >= filters.min_score]
-        if explain and (rewrites or notes):
+        if explain and (rewrites or notes or retrieved.embedded):
             for c in ranked[:top_k]:
-                c.explain = replace(c.explain, rewrites=rewrites, notes=tuple(notes))
+                c.explain = replace(
+                    c.explain,
+                    rewrites=rewrites,
+                    notes=tuple(dict.fromkeys(notes)),
+                    embedded=retrieved.embedded,
+                )
         return SearchHits(self._hits(snap, parsed, retrieved, ranked[:top_k], explain), degraded)
+
+    def _ranked(
+        self,
+        snap: Snapshot,
+        parsed: ParsedQuery,
+        mode: str,
+        depth: int,
+        allowed_notes: set[int] | None,
+        notes: list[str],
+    ) -> tuple[Retrieved, list[Candidate], tuple[str, ...]]:
+        """The whole ranking from ``depth`` chunks per branch. The depth is the same for
+        every ``top_k``: a deeper retrieval adds candidates and so moves the ones already
+        found, and the first hits must not change with how many are asked for."""
+        retrieved = self.retrieve(snap, parsed, mode, depth, allowed_notes)
+        retrieved, settings, rewrites = self._expand(
+            snap, parsed, retrieved, mode, depth, allowed_notes, notes
+        )
+        candidates = self.rank(snap, retrieved, mode, allowed_notes, settings)
+        return retrieved, self._rerank(snap, parsed, candidates, notes), rewrites
 
     def _expand(
         self,
@@ -233,9 +268,14 @@ class QueryOrchestrator:
         vector: list[np.ndarray] = []
         vector_ready = threading.Event()
 
+        readable = bool(query.terms) and (bool(lexical) or "keywords" not in snap.damaged)
+        expanded = snap.lexicon.expand(query.terms) if readable else []
+        typed = parsed.text or " ".join(parsed.highlight_terms)
+        embedded = corrected(typed, _typo_fixes(snap, expanded)) if dense else typed
+
         def lexical_side() -> tuple[dict[str, list[tuple[int, float]]], _Scored]:
             t = time.perf_counter()
-            widened.extend(snap.lexicon.expand(query.terms))
+            widened.extend(expanded)
             q = replace(query, expansions=tuple(widened))
             out = {}
             for c in lexical:
@@ -256,9 +296,7 @@ class QueryOrchestrator:
         if dense:
             t = time.perf_counter()
             try:
-                query_vector = self.embedder.embed_query(
-                    parsed.text or " ".join(parsed.highlight_terms)
-                )
+                query_vector = self.embedder.embed_query(embedded)
                 _same_dimension(query_vector, snap, dense)
                 vector.append(query_vector)
             finally:
@@ -286,7 +324,14 @@ class QueryOrchestrator:
         timings["after_branches"] = time.perf_counter() - t
         banned = frozenset(snap.notes_containing(parsed.excluded)) if parsed.excluded else None
         self.last_timings = timings
-        return Retrieved(results, tuple(widened), banned or frozenset(), parsed.text, completion)
+        return Retrieved(
+            results,
+            tuple(widened),
+            banned or frozenset(),
+            parsed.text,
+            completion,
+            embedded if embedded != typed else "",
+        )
 
     def rank(
         self,
@@ -296,11 +341,13 @@ class QueryOrchestrator:
         allowed_notes: set[int] | None = None,
         settings: FusionSettings | None = None,
     ) -> list[Candidate]:
-        """Fused, graph-boosted, recency-weighted notes: the cheap half, pure given its
-        inputs (the tuning bench calls it with other settings on cached retrievals)."""
-        branches = retrieved.branches
+        """Fused, graph-boosted, recency-weighted notes, boilerplate weighed down: the
+        cheap half, pure given its inputs (the tuning bench calls it with other settings
+        on cached retrievals)."""
+        branches = weigh_down(retrieved.branches, snap.boilerplate)
         if retrieved.completion:
-            branches = complete(branches, retrieved.completion, snap.note_of_chunk)
+            extra = weigh_down(retrieved.completion, snap.boilerplate)
+            branches = complete(branches, extra, snap.note_of_chunk)
         return fuse(
             branches,
             snap,
@@ -503,6 +550,23 @@ def _neighbours(snap: Snapshot) -> Callable[[str], Iterable[str]] | None:
     if not boosts:
         return None
     return lambda path: list(dict.fromkeys(n for b in boosts for n in b.neighbours(path)))
+
+
+def _typo_fixes(snap: Snapshot, expanded: list[Expansion]) -> dict[str, str]:
+    """Each query word no chunk holds, with the vault's word for the close index term
+    the keyword side widened it to, read from the chunks that hold that term."""
+    if not any(e.kind == "typo" for e in expanded):
+        return {}
+    lexicon = snap.lexicon
+    stems = unknown_typos(expanded, lambda t: lexicon.doc_freq(t)[0], snap.stem)
+    keywords = next(snap.readers[c.name] for c in DERIVED if c.analyses)
+    fixes = {}
+    for word, term in stems.items():
+        probe = Query(text=word, terms=(word,), expansions=(Expansion(word, term, "typo"),))
+        rows = snap.chunk_rows(c for c, _ in keywords.search(probe, 3, None))
+        if found := surface(word, term, (r.text for r in rows.values()), snap.stem):
+            fixes[word] = found
+    return fixes
 
 
 def _same_dimension(vector: np.ndarray, snap: Snapshot, dense: list[type[DerivedIndex]]) -> None:

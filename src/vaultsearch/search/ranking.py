@@ -52,6 +52,8 @@ class FusionSettings:
     chunk_share: float = 0.0
     graph_share: float = 0.0
     graph_top: int = 10
+    graph_lead: float = 0.0
+    """The share the best candidate passes to its neighbours (``graph_boost``)."""
     recency_tiers: tuple[tuple[float, float], ...] = ()
 
     @classmethod
@@ -156,7 +158,9 @@ def fuse(
     graph: dict[int, tuple[float, str]] = {}
     if settings.graph_share > 0 and neighbours is not None and fused:
         by_path = {view.notes[n].path: v for n, v in fused.items()}
-        _, gifts = graph_boost(by_path, neighbours, settings.graph_top, settings.graph_share)
+        _, gifts = graph_boost(
+            by_path, neighbours, settings.graph_top, settings.graph_share, settings.graph_lead
+        )
         for path, gift in gifts.items():
             nid = view.note_by_path.get(path)
             if nid is None or nid in banned or (allowed is not None and nid not in allowed):
@@ -191,6 +195,15 @@ def fuse(
         out.append(Candidate(nid, chunks, explain.total, explain))
     out.sort(key=lambda c: (-c.score, view.notes[c.note_id].path))
     return out
+
+
+def extend(ranked: list[Candidate], deeper: Sequence[Candidate]) -> list[Candidate]:
+    """``ranked`` with the notes only a deeper retrieval found after it, in that
+    retrieval's order: a page longer than one ranking holds grows at its end, and the
+    hits before stay those of a shorter page. Their scores come from the deeper fusion,
+    so one may exceed the last score of ``ranked``; the order is the tiers'."""
+    seen = {c.note_id for c in ranked}
+    return [*ranked, *(c for c in deeper if c.note_id not in seen)]
 
 
 @functools.lru_cache(maxsize=65536)

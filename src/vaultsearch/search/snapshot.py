@@ -24,6 +24,7 @@ import numpy as np
 
 from vaultsearch.config import Config
 from vaultsearch.errors import IndexCorruptError, IndexMissingError
+from vaultsearch.search import boilerplate
 from vaultsearch.search.filters import NoteMeta, SearchFilters
 from vaultsearch.store.catalog import Catalog, ChunkRow
 from vaultsearch.store.derived import DERIVED, DerivedSettings, Lexicon
@@ -191,6 +192,12 @@ class Snapshot:
     def lexicon(self) -> Lexicon:
         """The reader that analyses every query (the index whose ``analyses`` is set)."""
         return cast(Lexicon, next(self.readers[c.name] for c in DERIVED if c.analyses))
+
+    @functools.cached_property
+    def boilerplate(self) -> frozenset[int]:
+        """Chunks repeated across most notes (``boilerplate.find``), found at the first
+        search of the generation: one scan of the chunk lengths."""
+        return boilerplate.find(self.catalog.db, len(self.notes))
 
     def is_stale(self) -> bool:
         return _stat_key(self.layout, self.generation) != self.key

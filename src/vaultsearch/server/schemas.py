@@ -45,7 +45,7 @@ class SearchHit(NoteRef):
     confidence: float = Field(
         default=0.0,
         description="Estimated probability (0-1) that this note answers the query; "
-        "below 0.1 no note is likely to answer (see matches_well).",
+        "matches_well says whether the first hit is likely to.",
     )
     chunk_id: int | None = Field(default=None, description="The passage's chunk in the index.")
     uri: str | None = Field(
@@ -83,7 +83,8 @@ class SearchResult(_Out):
     )
     matches_well: bool = Field(
         default=True,
-        description="False when no hit is likely to answer the query (see message).",
+        description="False when the first hit answers with probability below 0.49 "
+        "(calibrated on judged queries; message gives it): read it before relying on it.",
     )
     session_id: str | None = Field(
         default=None,

@@ -1,0 +1,89 @@
+"""The first hits of a search are the same whatever ``top_k`` asks for: on the project's
+own docs (always) and on the judged queries of a shared vault (when it is here)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from vaultsearch import Vault
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from judged_set import load_judged  # noqa: E402
+
+PAGES = (10, 20, 50, 100)
+SHARED_VAULTS = ROOT.parent / "shared" / "data" / "vaults"
+CACHED_CATALOG = ROOT / "bench" / ".cache" / "judged-{}" / "catalog.sqlite"
+
+DOCS_QUERIES = (
+    "how do I search my notes from an AI agent",
+    "what happens when the index is damaged",
+    "reciprocal rank fusion weights",
+    "exclude a folder from indexing",
+    "which embedding model is bundled",
+    "hybrid",
+    "top_k",
+    "confidence of the first hit",
+)
+
+
+def _pages(vault: Vault, query: str) -> dict[int, list[tuple[str, float]]]:
+    return {k: [(h.path, h.score) for h in vault.search(query, top_k=k)] for k in PAGES}
+
+
+def _same_prefixes(pages: dict[int, list[tuple[str, float]]]) -> list[str]:
+    """Every pair of pages whose common length differs, described."""
+    out = []
+    for small in PAGES:
+        for big in PAGES:
+            if small < big:
+                n = min(len(pages[small]), len(pages[big]))
+                if pages[small][:n] != pages[big][:n]:
+                    out.append(f"top_k={small} vs {big}")
+                if len(pages[small]) < small and len(pages[big]) > len(pages[small]):
+                    out.append(f"top_k={small} returned {len(pages[small])}, {big} more")
+    return out
+
+
+@pytest.fixture(scope="module")
+def docs_vault(tmp_path_factory: pytest.TempPathFactory, embedder: object) -> Vault:
+    root = tmp_path_factory.mktemp("docs") / "docs"
+    shutil.copytree(ROOT / "docs", root)
+    vault = Vault.open(root, index_dir=root.parent / "index")
+    vault.index()
+    return vault
+
+
+@pytest.mark.parametrize("query", DOCS_QUERIES)
+def test_docs_first_hits_do_not_depend_on_top_k(docs_vault: Vault, query: str) -> None:
+    pages = _pages(docs_vault, query)
+    assert len(pages[10]) == 10
+    assert _same_prefixes(pages) == []
+
+
+@pytest.mark.parametrize("name", ["dendron-site", "vaultofknowledge"])
+def test_judged_queries_first_hits_do_not_depend_on_top_k(
+    name: str, tmp_path: Path, embedder: object
+) -> None:
+    """Needs the shared vault and the catalog bench/vault_quality.py caches for it (the
+    embeddings of a thousand notes take minutes here; from the cache, seconds)."""
+    source, catalog = SHARED_VAULTS / name, Path(str(CACHED_CATALOG).format(name))
+    if not source.is_dir() or not catalog.is_file():
+        pytest.skip(f"{source} or {catalog} is not here (run bench/vault_quality.py once)")
+    shutil.copytree(source, tmp_path / "vault")
+    (tmp_path / "index").mkdir()
+    shutil.copy2(catalog, tmp_path / "index" / "catalog.sqlite")
+    vault = Vault.open(tmp_path / "vault", index_dir=tmp_path / "index")
+    try:
+        vault.index()
+        differ = {}
+        for q in load_judged(name):
+            if found := _same_prefixes(_pages(vault, q.query)):
+                differ[q.id] = found
+        assert differ == {}
+    finally:
+        vault.close()
