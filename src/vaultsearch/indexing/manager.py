@@ -324,6 +324,8 @@ class IndexManager:
             self.config.keyword.stemming,
             tuple(self.config.keyword.frontmatter_fields),
             self.config.embedding.sentences,
+            self.config.index.vector_index,
+            self.config.index.ann_threshold,
         )
 
     def update(

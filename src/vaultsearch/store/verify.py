@@ -61,6 +61,8 @@ def settings_of(generation: Generation, config: Config) -> DerivedSettings:
         tokenizer == tokenizer_name(True),
         tuple(keyword.get("frontmatter_fields") or config.keyword.frontmatter_fields),
         bool((manifest.get("sentences") or {}).get("embedded", config.embedding.sentences)),
+        config.index.vector_index,
+        config.index.ann_threshold,
     )
 
 

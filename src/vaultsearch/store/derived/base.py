@@ -26,6 +26,10 @@ class DerivedSettings:
     """Frontmatter keys whose text the keyword index searches in its own field."""
     sentences: bool = True
     """Whether the sentence index holds the chunks' sentences (else it stays empty)."""
+    vector_index: str = "auto"
+    """``[index] vector_index``: a segment of more rows than ``ann_threshold`` gets an
+    approximate index beside it unless this is ``flat``."""
+    ann_threshold: int = 50_000
 
 
 @dataclass(frozen=True, slots=True)

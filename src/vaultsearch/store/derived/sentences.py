@@ -26,6 +26,7 @@ class SentencePart(VectorPart):
     name = "sentences"
     dtype = "float16"
     sorted_rows = True
+    approximate = False
 
     @staticmethod
     def _path(generation: Generation) -> Path:

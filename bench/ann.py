@@ -1,0 +1,267 @@
+"""Approximate vector indexes against the exact flat scan, on real vectors only.
+
+Sets: the chunk vectors of SciFact train and of both shared vaults, and one ~200k-row
+set of real vectors (the sentence vectors of all three corpora plus the chunk vectors of
+both vaults, each distinct vector once: duplicates would make recall meaningless). Each
+set's queries are real vectors held out of it (SciFact: its 809 training claims, embedded
+by the bundled model; the vaults and the large set: 400 of their own rows, removed from
+the base). For each index: recall@10 against exact flat, bytes per vector (of the
+serialized index), build time, and single-query p50/p95 latency on one thread. The
+machine is shared: the load average is printed and times are to be read as ratios
+inside one run. Then SciFact train nDCG@10 (semantic and hybrid) through the real
+``Vault``: flat, and every segment searched through its approximate index.
+
+Run: `PYTHONPATH=src .venv/bin/python bench/ann.py WORK [--queries N] [--skip-large]`
+(WORK a scratch folder outside the repository; the indexes built there are kept, and
+with the embedding cache warm no text is embedded again).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import SHARED, percentile, require
+from vaultsearch._runtime import prepare_openmp
+
+prepare_openmp()
+
+import faiss  # noqa: E402
+
+from vaultsearch.beir import prepare_vault, run_eval  # noqa: E402
+from vaultsearch.config import Config, load_config  # noqa: E402
+from vaultsearch.embedding import Embedder  # noqa: E402
+from vaultsearch.store import ann  # noqa: E402
+from vaultsearch.store.catalog import open_catalog_for_reading  # noqa: E402
+from vaultsearch.store.embedcache import CACHE_FILE, default_cache_dir  # noqa: E402
+from vaultsearch.store.segments import Segment  # noqa: E402
+from vaultsearch.store.vectors import SegmentedVectors, normalize  # noqa: E402
+from vaultsearch.store.verify import settings_of  # noqa: E402
+from vaultsearch.vault import Vault  # noqa: E402
+
+K = 10
+HELD_OUT = 400
+
+
+def _config() -> Config:
+    """Without sentence vectors: embedding them for all three corpora on a loaded machine
+    would take hours here (~30 texts/s), and they are not what this compares."""
+    config = load_config(None)
+    return dataclasses.replace(
+        config, embedding=dataclasses.replace(config.embedding, sentences=False)
+    )
+
+
+def _chunk_vectors(vault: Vault) -> np.ndarray:
+    generation = vault.layout.live
+    settings = settings_of(generation, vault.config)
+    catalog = open_catalog_for_reading(generation.catalog)
+    try:
+        return catalog.vectors_for_chunks(settings.embedding_key, settings.dimension)[1]
+    finally:
+        catalog.close()
+
+
+def _corpora(work: Path) -> dict[str, np.ndarray]:
+    """Chunk vectors per corpus, kept in WORK between runs."""
+    out = {}
+    for name in ("scifact", "dendron-site", "vaultofknowledge"):
+        cached = work / f"{name}.npy"
+        if not cached.is_file():
+            if name == "scifact":
+                vault, _ = prepare_vault(
+                    require(SHARED / "scifact") / "corpus.jsonl", work / "scifact", _config()
+                )
+            else:
+                root = require(SHARED / "vaults" / name)
+                vault = Vault(root, (work / name / "index").resolve(), _config())
+            vault.index()
+            np.save(cached, _chunk_vectors(vault))
+        out[name] = np.load(cached)
+    return out
+
+
+def _cached_vectors(model: str) -> np.ndarray:
+    """Every vector of the bundled model in the per-user embedding cache: real texts
+    (chunks and sentences of the shared corpora and of whatever else was indexed here)."""
+    folder = default_cache_dir()
+    if folder is None or not (folder / CACHE_FILE).is_file():
+        return np.zeros((0, 384), np.float32)
+    db = sqlite3.connect(f"file:{folder / CACHE_FILE}?mode=ro", uri=True)
+    try:
+        blobs = [b for (b,) in db.execute("SELECT vector FROM vectors WHERE model=?", (model,))]
+    finally:
+        db.close()
+    return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
+
+
+def _distinct(rows: np.ndarray) -> np.ndarray:
+    rows = normalize(rows)
+    _, first = np.unique(rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))),
+                         return_index=True)  # fmt: skip
+    return rows[np.sort(first)]
+
+
+def _split(rows: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rows = _distinct(rows)
+    picked = np.random.default_rng(seed).permutation(len(rows))
+    return rows[picked[HELD_OUT:]], rows[picked[:HELD_OUT]]
+
+
+def _claims(work: Path) -> np.ndarray:
+    cached = work / "claims.npy"
+    if not cached.is_file():
+        import json
+
+        lines = (SHARED / "scifact" / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+        texts = [json.loads(line)["text"] for line in lines if line.strip()]
+        embedder = Embedder.shared(load_config(None).embedding)
+        np.save(cached, np.stack([embedder.embed_query(t) for t in texts]).astype(np.float32))
+    return normalize(np.load(cached))
+
+
+def _exact(base: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    index = faiss.IndexFlatIP(base.shape[1])
+    index.add(base)
+    return index.search(queries, K)[1]
+
+
+def _variants(n: int, dim: int) -> list[tuple[str, object, dict[str, int]]]:
+    nlist = round(4 * np.sqrt(n))
+    ip = faiss.METRIC_INNER_PRODUCT
+    sq8 = faiss.ScalarQuantizer.QT_8bit
+    out: list[tuple[str, object, dict[str, int]]] = [("flat float32", faiss.IndexFlatIP(dim), {})]
+    out.append(
+        ("flat float16", faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_fp16, ip), {})
+    )
+    for name, make in (
+        ("HNSW32 flat", lambda: faiss.IndexHNSWFlat(dim, 32, ip)),
+        ("HNSW32 SQ8", lambda: faiss.IndexHNSWSQ(dim, sq8, 32, ip)),
+    ):
+        index = make()
+        for ef in (64, 128):
+            out.append((f"{name} ef{ef}", index, {"efSearch": ef}))
+    for name, make in (
+        ("IVF flat", lambda: faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, ip)),
+        (
+            "IVF SQ8",
+            lambda: faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dim), dim, nlist, sq8, ip),
+        ),
+    ):
+        index = make()
+        for probe in (8, 16, 32):
+            out.append((f"{name} nlist{nlist} nprobe{probe}", index, {"nprobe": probe}))
+    return out
+
+
+def _measure(name: str, base: np.ndarray, queries: np.ndarray) -> list[str]:
+    truth = _exact(base, queries)
+    rows = []
+    built: dict[int, tuple[float, int]] = {}
+    for label, index, params in _variants(len(base), base.shape[1]):
+        if id(index) not in built:
+            faiss.omp_set_num_threads(2)
+            start = time.perf_counter()
+            if not index.is_trained:
+                sample = base[np.random.default_rng(0).permutation(len(base))[:100_000]]
+                index.train(sample)
+            if isinstance(index, faiss.IndexHNSW):
+                index.hnsw.efConstruction = 40
+            index.add(base)
+            seconds = time.perf_counter() - start
+            built[id(index)] = (seconds, len(faiss.serialize_index(index)))
+        seconds, size = built[id(index)]
+        faiss.omp_set_num_threads(1)
+        if "efSearch" in params:
+            faiss.downcast_index(index).hnsw.efSearch = params["efSearch"]
+        if "nprobe" in params:
+            faiss.extract_index_ivf(index).nprobe = params["nprobe"]
+        found = index.search(queries, K)[1]
+        recall = np.mean([len(set(f) & set(t)) / K for f, t in zip(found, truth, strict=True)])
+        times = []
+        for q in queries:
+            start = time.perf_counter()
+            index.search(q.reshape(1, -1), K)
+            times.append((time.perf_counter() - start) * 1000)
+        rows.append(
+            f"| {name} | {len(base):,} | {label} | {recall:.4f} | {size / len(base):,.0f} | "
+            f"{seconds:.1f} | {percentile(times, 50):.2f} | {percentile(times, 95):.2f} |"
+        )
+        print(rows[-1], flush=True)
+    return rows
+
+
+def _ndcg(work: Path, queries: int | None) -> list[str]:
+    """Flat against every segment searched through its approximate index (as a
+    threshold of 0 writes it), on the one SciFact index: the snapshot's reader is swapped
+    for one whose segments carry the index ``store/ann.py`` builds, so only the vector
+    search differs."""
+    data = require(SHARED / "scifact")
+    corpus, claims, qrels = data / "corpus.jsonl", data / "queries.jsonl", data / "qrels/train.tsv"
+    vault, doc_of = prepare_vault(corpus, work / "scifact", _config())
+    vault.index()
+    snap = vault.orchestrator.snapshot()
+    flat = snap.vectors
+    approximate = SegmentedVectors(
+        flat.dim,
+        [
+            Segment(
+                dataclasses.replace(seg.entry, ann=(ann.DEFAULT_KIND, "")),
+                ids=np.asarray(seg.ids),
+                rows=np.asarray(seg.rows),
+                ann_index=faiss.deserialize_index(
+                    np.frombuffer(ann.build(ann.DEFAULT_KIND, np.asarray(seg.rows)), np.uint8)
+                ),
+            )
+            for seg in flat.segments
+        ],
+    )
+    rows = []
+    for kind, reader in (("flat", flat), (ann.DEFAULT_KIND, approximate)):
+        snap.vectors = reader
+        scores = run_eval(
+            corpus, claims, qrels, modes=("semantic", "hybrid"), vault=vault, doc_of=doc_of,
+            limit=queries,
+        )  # fmt: skip
+        cells = " | ".join(f"{scores[m]['ndcg@10']:.4f}" for m in ("semantic", "hybrid"))
+        rows.append(f"| {kind} | {cells} |")
+        print(rows[-1], flush=True)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("work", type=Path)
+    parser.add_argument("--queries", type=int, default=None, help="SciFact claims for nDCG")
+    parser.add_argument("--skip-large", action="store_true")
+    parser.add_argument("--skip-ndcg", action="store_true")
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    print(f"load average at start: {os.getloadavg()}", flush=True)
+    corpora = _corpora(args.work)
+    print("| set | rows | index | recall@10 | bytes/vector | build s | p50 ms | p95 ms |")
+    print("|---|---|---|---|---|---|---|---|")
+    table = _measure("SciFact chunks", _distinct(corpora["scifact"]), _claims(args.work))
+    for name in ("dendron-site", "vaultofknowledge"):
+        table += _measure(f"{name} chunks", *_split(corpora[name], 1))
+    if not args.skip_large:
+        model = Embedder.shared(load_config(None).embedding).cache_key
+        large = np.concatenate([_cached_vectors(model), *corpora.values()])
+        table += _measure("user cache + all chunks", *_split(large, 2))
+    print(f"load average after recall: {os.getloadavg()}", flush=True)
+    if not args.skip_ndcg:
+        print("| index | semantic nDCG@10 | hybrid nDCG@10 |\n|---|---|---|")
+        _ndcg(args.work, args.queries)
+    print(f"load average at end: {os.getloadavg()}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
