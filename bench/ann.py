@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import sqlite3
 import sys
@@ -30,6 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import SHARED, percentile, require
+from sentence_storage import _subset
 from vaultsearch._runtime import prepare_openmp
 
 prepare_openmp()
@@ -70,16 +72,23 @@ def _chunk_vectors(vault: Vault) -> np.ndarray:
         catalog.close()
 
 
-def _corpora(work: Path) -> dict[str, np.ndarray]:
+def _scifact(work: Path, queries: int, docs: int) -> tuple[Path, Path, Path]:
+    """The corpus, claims and judgments, or a subset (the judged documents of the first
+    ``queries`` judged claims, filled up with the corpus's first documents to ``docs``)."""
+    data = require(SHARED / "scifact")
+    if not queries and not docs:
+        return data / "corpus.jsonl", data / "queries.jsonl", data / "qrels" / "train.tsv"
+    return _subset(data, work / "scifact-data", queries or 10_000, docs or 10_000, shuffle=False)
+
+
+def _corpora(work: Path, scifact: Path) -> dict[str, np.ndarray]:
     """Chunk vectors per corpus, kept in WORK between runs."""
     out = {}
     for name in ("scifact", "dendron-site", "vaultofknowledge"):
         cached = work / f"{name}.npy"
         if not cached.is_file():
             if name == "scifact":
-                vault, _ = prepare_vault(
-                    require(SHARED / "scifact") / "corpus.jsonl", work / "scifact", _config()
-                )
+                vault, _ = prepare_vault(scifact, work / "scifact", _config())
             else:
                 root = require(SHARED / "vaults" / name)
                 vault = Vault(root, (work / name / "index").resolve(), _config())
@@ -116,13 +125,15 @@ def _split(rows: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return rows[picked[HELD_OUT:]], rows[picked[:HELD_OUT]]
 
 
-def _claims(work: Path) -> np.ndarray:
+def _claims(work: Path, qrels: Path) -> np.ndarray:
+    """The judged claims, embedded as a search embeds a query."""
     cached = work / "claims.npy"
     if not cached.is_file():
-        import json
-
+        judged = {line.split("\t")[0] for line in qrels.read_text(encoding="utf-8").splitlines()}
         lines = (SHARED / "scifact" / "queries.jsonl").read_text(encoding="utf-8").splitlines()
-        texts = [json.loads(line)["text"] for line in lines if line.strip()]
+        texts = [
+            q["text"] for line in lines if line.strip() and (q := json.loads(line))["_id"] in judged
+        ]
         embedder = Embedder.shared(load_config(None).embedding)
         np.save(cached, np.stack([embedder.embed_query(t) for t in texts]).astype(np.float32))
     return normalize(np.load(cached))
@@ -199,13 +210,11 @@ def _measure(name: str, base: np.ndarray, queries: np.ndarray) -> list[str]:
     return rows
 
 
-def _ndcg(work: Path, queries: int | None) -> list[str]:
+def _ndcg(work: Path, corpus: Path, claims: Path, qrels: Path) -> list[str]:
     """Flat against every segment searched through its approximate index (as a
     threshold of 0 writes it), on the one SciFact index: the snapshot's reader is swapped
     for one whose segments carry the index ``store/ann.py`` builds, so only the vector
     search differs."""
-    data = require(SHARED / "scifact")
-    corpus, claims, qrels = data / "corpus.jsonl", data / "queries.jsonl", data / "qrels/train.tsv"
     vault, doc_of = prepare_vault(corpus, work / "scifact", _config())
     vault.index()
     snap = vault.orchestrator.snapshot()
@@ -228,9 +237,8 @@ def _ndcg(work: Path, queries: int | None) -> list[str]:
     for kind, reader in (("flat", flat), (ann.DEFAULT_KIND, approximate)):
         snap.vectors = reader
         scores = run_eval(
-            corpus, claims, qrels, modes=("semantic", "hybrid"), vault=vault, doc_of=doc_of,
-            limit=queries,
-        )  # fmt: skip
+            corpus, claims, qrels, modes=("semantic", "hybrid"), vault=vault, doc_of=doc_of
+        )
         cells = " | ".join(f"{scores[m]['ndcg@10']:.4f}" for m in ("semantic", "hybrid"))
         rows.append(f"| {kind} | {cells} |")
         print(rows[-1], flush=True)
@@ -240,16 +248,18 @@ def _ndcg(work: Path, queries: int | None) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("work", type=Path)
-    parser.add_argument("--queries", type=int, default=None, help="SciFact claims for nDCG")
+    parser.add_argument("--queries", type=int, default=0, help="a SciFact subset: judged claims")
+    parser.add_argument("--docs", type=int, default=0, help="a SciFact subset: documents")
     parser.add_argument("--skip-large", action="store_true")
     parser.add_argument("--skip-ndcg", action="store_true")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     print(f"load average at start: {os.getloadavg()}", flush=True)
-    corpora = _corpora(args.work)
+    corpus, claims, qrels = _scifact(args.work, args.queries, args.docs)
+    corpora = _corpora(args.work, corpus)
     print("| set | rows | index | recall@10 | bytes/vector | build s | p50 ms | p95 ms |")
     print("|---|---|---|---|---|---|---|---|")
-    table = _measure("SciFact chunks", _distinct(corpora["scifact"]), _claims(args.work))
+    table = _measure("SciFact chunks", _distinct(corpora["scifact"]), _claims(args.work, qrels))
     for name in ("dendron-site", "vaultofknowledge"):
         table += _measure(f"{name} chunks", *_split(corpora[name], 1))
     if not args.skip_large:
@@ -259,7 +269,7 @@ def main() -> None:
     print(f"load average after recall: {os.getloadavg()}", flush=True)
     if not args.skip_ndcg:
         print("| index | semantic nDCG@10 | hybrid nDCG@10 |\n|---|---|---|")
-        _ndcg(args.work, args.queries)
+        _ndcg(args.work, corpus, claims, qrels)
     print(f"load average at end: {os.getloadavg()}", flush=True)
 
 
