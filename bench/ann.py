@@ -38,13 +38,14 @@ prepare_openmp()
 
 import faiss  # noqa: E402
 
-from vaultsearch.beir import prepare_vault, run_eval  # noqa: E402
+from vaultsearch.beir import prepare_vault  # noqa: E402
 from vaultsearch.config import Config, load_config  # noqa: E402
 from vaultsearch.embedding import Embedder  # noqa: E402
+from vaultsearch.evaluation import evaluate, load_qrels, load_queries  # noqa: E402
 from vaultsearch.store import ann  # noqa: E402
 from vaultsearch.store.catalog import open_catalog_for_reading  # noqa: E402
 from vaultsearch.store.embedcache import CACHE_FILE, default_cache_dir  # noqa: E402
-from vaultsearch.store.segments import Segment  # noqa: E402
+from vaultsearch.store.segments import Entry, Segment  # noqa: E402
 from vaultsearch.store.vectors import SegmentedVectors, normalize  # noqa: E402
 from vaultsearch.store.verify import settings_of  # noqa: E402
 from vaultsearch.vault import Vault  # noqa: E402
@@ -81,10 +82,13 @@ def _scifact(work: Path, queries: int, docs: int) -> tuple[Path, Path, Path]:
     return _subset(data, work / "scifact-data", queries or 10_000, docs or 10_000, shuffle=False)
 
 
-def _corpora(work: Path, scifact: Path) -> dict[str, np.ndarray]:
+CORPORA = ("scifact", "dendron-site", "vaultofknowledge")
+
+
+def _corpora(work: Path, scifact: Path, names: list[str]) -> dict[str, np.ndarray]:
     """Chunk vectors per corpus, kept in WORK between runs."""
     out = {}
-    for name in ("scifact", "dendron-site", "vaultofknowledge"):
+    for name in names:
         cached = work / f"{name}.npy"
         if not cached.is_file():
             if name == "scifact":
@@ -212,37 +216,48 @@ def _measure(name: str, base: np.ndarray, queries: np.ndarray) -> list[str]:
 
 def _ndcg(work: Path, corpus: Path, claims: Path, qrels: Path) -> list[str]:
     """Flat against every segment searched through its approximate index (as a
-    threshold of 0 writes it), on the one SciFact index: the snapshot's reader is swapped
-    for one whose segments carry the index ``store/ann.py`` builds, so only the vector
-    search differs."""
+    threshold of 0 writes it), and against flat over the vectors rounded to float16 (what
+    storing the catalog's embeddings as float16 would give), on the one SciFact index:
+    the snapshot's reader is swapped, so only the vector search differs. Also the share
+    of claims whose top-10 notes are the same as flat's."""
     vault, doc_of = prepare_vault(corpus, work / "scifact", _config())
     vault.index()
     snap = vault.orchestrator.snapshot()
     flat = snap.vectors
-    approximate = SegmentedVectors(
-        flat.dim,
-        [
-            Segment(
-                dataclasses.replace(seg.entry, ann=(ann.DEFAULT_KIND, "")),
-                ids=np.asarray(seg.ids),
-                rows=np.asarray(seg.rows),
-                ann_index=faiss.deserialize_index(
-                    np.frombuffer(ann.build(ann.DEFAULT_KIND, np.asarray(seg.rows)), np.uint8)
-                ),
-            )
-            for seg in flat.segments
-        ],
-    )
-    rows = []
-    for kind, reader in (("flat", flat), (ann.DEFAULT_KIND, approximate)):
+    ids, rows = flat.ids(), np.concatenate([np.asarray(s.rows) for s in flat.segments])
+    index = faiss.deserialize_index(np.frombuffer(ann.build(ann.DEFAULT_KIND, rows), np.uint8))
+    entry = Entry("bench", len(ids), (), ("", ""), (ann.DEFAULT_KIND, ""))
+    readers = {
+        "flat": flat,
+        f"{ann.DEFAULT_KIND} (store/ann.py)": SegmentedVectors(
+            flat.dim, [Segment(entry, ids=ids, rows=rows, ann_index=index)]
+        ),
+        "flat, float16-rounded": SegmentedVectors.from_arrays(
+            ids, rows.astype(np.float16).astype(np.float32)
+        ),
+    }
+    judged = load_qrels(qrels)
+    texts = load_queries(claims)
+    qids = [q for q in texts if q in judged]
+    out, tops = [], {}
+    for name, reader in readers.items():
         snap.vectors = reader
-        scores = run_eval(
-            corpus, claims, qrels, modes=("semantic", "hybrid"), vault=vault, doc_of=doc_of
-        )
-        cells = " | ".join(f"{scores[m]['ndcg@10']:.4f}" for m in ("semantic", "hybrid"))
-        rows.append(f"| {kind} | {cells} |")
-        print(rows[-1], flush=True)
-    return rows
+        cells = []
+        for mode in ("semantic", "hybrid"):
+            run = {
+                q: [
+                    doc_of.get(h.path, h.path) for h in vault.search(texts[q], top_k=100, mode=mode)
+                ]
+                for q in qids
+            }
+            tops[name, mode] = {q: r[:10] for q, r in run.items()}
+            same = np.mean([tops[name, mode][q] == tops["flat", mode][q] for q in qids])
+            ndcg = evaluate(run, {q: judged[q] for q in qids})["ndcg@10"]
+            cells += [f"{ndcg:.4f}", f"{same:.3f}"]
+        out.append(f"| {name} | {len(qids)} | " + " | ".join(cells) + " |")
+        print(out[-1], flush=True)
+    snap.vectors = flat
+    return out
 
 
 def main() -> None:
@@ -250,25 +265,33 @@ def main() -> None:
     parser.add_argument("work", type=Path)
     parser.add_argument("--queries", type=int, default=0, help="a SciFact subset: judged claims")
     parser.add_argument("--docs", type=int, default=0, help="a SciFact subset: documents")
+    parser.add_argument("--corpora", default=",".join(CORPORA), help="of " + ",".join(CORPORA))
     parser.add_argument("--skip-large", action="store_true")
     parser.add_argument("--skip-ndcg", action="store_true")
+    parser.add_argument("--skip-recall", action="store_true")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     print(f"load average at start: {os.getloadavg()}", flush=True)
     corpus, claims, qrels = _scifact(args.work, args.queries, args.docs)
-    corpora = _corpora(args.work, corpus)
-    print("| set | rows | index | recall@10 | bytes/vector | build s | p50 ms | p95 ms |")
-    print("|---|---|---|---|---|---|---|---|")
-    table = _measure("SciFact chunks", _distinct(corpora["scifact"]), _claims(args.work, qrels))
-    for name in ("dendron-site", "vaultofknowledge"):
-        table += _measure(f"{name} chunks", *_split(corpora[name], 1))
-    if not args.skip_large:
-        model = Embedder.shared(load_config(None).embedding).cache_key
-        large = np.concatenate([_cached_vectors(model), *corpora.values()])
-        table += _measure("user cache + all chunks", *_split(large, 2))
+    corpora = _corpora(args.work, corpus, args.corpora.split(","))
+    if not args.skip_recall:
+        print("| set | rows | index | recall@10 | bytes/vector | build s | p50 ms | p95 ms |")
+        print("|---|---|---|---|---|---|---|---|")
+        if "scifact" in corpora:
+            _measure("SciFact chunks", _distinct(corpora["scifact"]), _claims(args.work, qrels))
+        for name in ("dendron-site", "vaultofknowledge"):
+            if name in corpora:
+                _measure(f"{name} chunks", *_split(corpora[name], 1))
+        if not args.skip_large:
+            model = Embedder.shared(load_config(None).embedding).cache_key
+            large = np.concatenate([_cached_vectors(model), *corpora.values()])
+            _measure("user cache + chunks", *_split(large, 2))
     print(f"load average after recall: {os.getloadavg()}", flush=True)
     if not args.skip_ndcg:
-        print("| index | semantic nDCG@10 | hybrid nDCG@10 |\n|---|---|---|")
+        print(
+            "| vectors read as | claims | semantic nDCG@10 | same top-10 | hybrid nDCG@10 "
+            "| same top-10 |\n|---|---|---|---|---|---|"
+        )
         _ndcg(args.work, corpus, claims, qrels)
     print(f"load average at end: {os.getloadavg()}", flush=True)
 
