@@ -1,17 +1,23 @@
 """Approximate vector indexes against the exact flat scan, on real vectors only.
 
-Sets: the chunk vectors of SciFact train and of both shared vaults, and one ~200k-row
-set of real vectors (the sentence vectors of all three corpora plus the chunk vectors of
-both vaults, each distinct vector once: duplicates would make recall meaningless). Each
-set's queries are real vectors held out of it (SciFact: its 809 training claims, embedded
-by the bundled model; the vaults and the large set: 400 of their own rows, removed from
-the base). For each index: recall@10 against exact flat, bytes per vector (of the
-serialized index), build time, and single-query p50/p95 latency on one thread. The
-machine is shared: the load average is printed and times are to be read as ratios
-inside one run. Then SciFact train nDCG@10 (semantic and hybrid) through the real
-``Vault``: flat, and every segment searched through its approximate index.
+Sets: the chunk vectors of SciFact train (or the subset ``--queries/--docs`` names) and
+of both shared vaults, and one large set of real vectors: every vector of the bundled
+model in the per-user embedding cache (chunks and sentences of whatever was indexed on
+this machine) plus those chunk vectors, each distinct vector once (duplicates would make
+recall meaningless). Each set's queries are real vectors held out of it (SciFact: its
+judged claims, embedded as a search embeds a query; the others: 400 of their own rows,
+removed from the base). For each index: recall@10 against exact flat, bytes per vector
+(of the serialized index), build time (2 threads), and single-query p50/p95 latency on
+one thread, then the same for the search path itself (``SegmentedVectors`` with the
+index ``store/ann.py`` writes). The machine is shared: the load average is printed and
+times are to be read as ratios inside one run. Then SciFact nDCG@10 (semantic and
+hybrid) through the real ``Vault``: flat, the approximate path, and flat over vectors
+rounded to float16, with the share of claims whose top-10 is flat's.
 
-Run: `PYTHONPATH=src .venv/bin/python bench/ann.py WORK [--queries N] [--skip-large]`
+The indexes are built without sentence vectors (``embedding.sentences`` off): on a
+loaded machine embedding them for three corpora takes hours.
+
+Run: `PYTHONPATH=src .venv/bin/python bench/ann.py WORK [--queries N --docs N]`
 (WORK a scratch folder outside the repository; the indexes built there are kept, and
 with the embedding cache warm no text is embedded again).
 """
