@@ -59,7 +59,11 @@ def _variants(ids: np.ndarray, vectors: np.ndarray) -> dict[str, SentenceVectors
     }
 
 
-def _subset(data: Path, work: Path, queries: int, docs: int) -> tuple[Path, Path, Path]:
+def _subset(
+    data: Path, work: Path, queries: int, docs: int, shuffle: bool = True
+) -> tuple[Path, Path, Path]:
+    """``shuffle=False`` fills up with the corpus's first documents, the ones an earlier
+    subset embedded (the embedding cache then has them)."""
     lines = (data / "qrels" / "train.tsv").read_text(encoding="utf-8").splitlines()
     judged: dict[str, set[str]] = {}
     for line in lines[1:]:
@@ -69,7 +73,8 @@ def _subset(data: Path, work: Path, queries: int, docs: int) -> tuple[Path, Path
     wanted = set().union(*(judged[q] for q in picked))
     corpus = (data / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
     others = [c for c in corpus if json.loads(c)["_id"] not in wanted]
-    random.Random(23).shuffle(others)
+    if shuffle:
+        random.Random(23).shuffle(others)
     kept = [c for c in corpus if json.loads(c)["_id"] in wanted]
     kept += others[: max(0, docs - len(kept))]
     work.mkdir(parents=True, exist_ok=True)

@@ -49,6 +49,10 @@ class IndexConfig:
     """Seconds one file may take to parse before it is skipped (the parser is stopped)."""
     parse_memory_mb: int = 1024
     """Memory one file's parse may add before it is skipped."""
+    vector_index: str = "auto"
+    """auto or hnsw = an approximate index beside each vector segment of more than
+    ``ann_threshold`` rows (store/ann.py); flat = exact scans only."""
+    ann_threshold: int = 50_000
 
 
 @dataclass(frozen=True)
@@ -375,6 +379,18 @@ def _validate(cfg: Config) -> None:
         "index.parse_memory_mb",
         cfg.index.parse_memory_mb,
         "must be at least 16 (megabytes)",
+    )
+    _require(
+        cfg.index.vector_index in ("auto", "flat", "hnsw"),
+        "index.vector_index",
+        cfg.index.vector_index,
+        'must be "auto", "flat" or "hnsw"',
+    )
+    _require(
+        cfg.index.ann_threshold >= 0,
+        "index.ann_threshold",
+        cfg.index.ann_threshold,
+        "must be zero or a positive number of vectors",
     )
     _require(cfg.watch.debounce_ms >= 0, "watch.debounce_ms", cfg.watch.debounce_ms, "must be >= 0")
     _validate_toolbox(cfg)

@@ -329,6 +329,8 @@ class IndexManager:
             self.config.keyword.stemming,
             tuple(self.config.keyword.frontmatter_fields),
             self.config.embedding.sentences,
+            vector_index=self.config.index.vector_index,
+            ann_threshold=self.config.index.ann_threshold,
         )
 
     def update(

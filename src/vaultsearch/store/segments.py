@@ -10,6 +10,7 @@ them, so ``status`` or a keyword search holds none of them.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import io
@@ -45,6 +46,8 @@ class Entry:
     """Row ids deleted from this segment since it was written (sorted)."""
     sha256: tuple[str, str]
     """Of the ids file and of the rows file: ``check`` finds any changed byte."""
+    ann: tuple[str, str] | None = None
+    """(kind, sha256) of the approximate index written beside it (``ann.py``), if any."""
 
     @property
     def live(self) -> int:
@@ -53,13 +56,23 @@ class Entry:
     def files(self, folder: Path) -> tuple[Path, Path]:
         return (folder / f"{self.name}{_SUFFIXES[0]}", folder / f"{self.name}{_SUFFIXES[1]}")
 
+    def ann_file(self, folder: Path) -> Path | None:
+        return None if self.ann is None else folder / f"{self.name}.{self.ann[0]}.faiss"
+
+    def all_files(self, folder: Path) -> list[Path]:
+        ann = self.ann_file(folder)
+        return [*self.files(folder), *([] if ann is None else [ann])]
+
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "rows": self.rows,
             "dead": list(self.dead),
             "sha256": list(self.sha256),
         }
+        if self.ann is not None:
+            out["ann"] = list(self.ann)
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +101,7 @@ def read_list(path: Path) -> SegmentList:
                 int(e["rows"]),
                 tuple(int(i) for i in e["dead"]),
                 (str(e["sha256"][0]), str(e["sha256"][1])),
+                (str(e["ann"][0]), str(e["ann"][1])) if e.get("ann") else None,
             )
             for e in data["segments"]
         )
@@ -121,7 +135,7 @@ def link_segments(source_list: Path, target_list: Path) -> None:
     source, target = folder_of(source_list), folder_of(target_list)
     target.mkdir(exist_ok=True)
     for entry in entries:
-        for src, dst in zip(entry.files(source), entry.files(target), strict=True):
+        for src, dst in zip(entry.all_files(source), entry.all_files(target), strict=True):
             if dst.exists() or not src.is_file():
                 continue
             link_or_copy(src, dst)
@@ -137,6 +151,7 @@ class Segment:
         folder: Path | None = None,
         ids: np.ndarray | None = None,
         rows: np.ndarray | None = None,
+        ann_index: Any = None,
     ) -> None:
         self.entry = entry
         self._folder = folder
@@ -144,6 +159,8 @@ class Segment:
             self.__dict__["ids"] = ids
         if rows is not None:
             self.__dict__["rows"] = rows
+        if ann_index is not None:
+            self.__dict__["ann_index"] = ann_index
 
     def _load(self, n: int) -> np.ndarray:
         """The file mapped, once its bytes are found to be the ones written: a search
@@ -151,11 +168,7 @@ class Segment:
         (nor a merge copy it into a segment with a fresh digest)."""
         assert self._folder is not None
         path = self.entry.files(self._folder)[n]
-        if file_sha256(path) != self.entry.sha256[n]:
-            raise IndexCorruptError(
-                f"The vector index is damaged ({path.name} differs from the file written).",
-                fix="vaultsearch check --repair",
-            )
+        _as_written(path, self.entry.sha256[n])
         array = np.load(path, mmap_mode="r", allow_pickle=False)
         if len(array) != self.entry.rows:
             raise ValueError(f"{path.name}: {len(array)} rows, the list says {self.entry.rows}")
@@ -164,6 +177,16 @@ class Segment:
     @functools.cached_property
     def ids(self) -> np.ndarray:
         return self._load(0)
+
+    @functools.cached_property
+    def ann_index(self) -> Any:
+        """The approximate index beside the rows, read whole on first use."""
+        path = None if self._folder is None else self.entry.ann_file(self._folder)
+        assert path is not None and self.entry.ann is not None
+        _as_written(path, self.entry.ann[1])
+        from vaultsearch.store import ann  # FAISS only where a search needs it
+
+        return ann.load(path)
 
     @functools.cached_property
     def rows(self) -> np.ndarray:
@@ -208,7 +231,7 @@ def open_segments(list_path: Path) -> tuple[SegmentList, list[Segment]]:
     listing = read_list(list_path)
     folder = folder_of(list_path)
     for entry in listing.segments:
-        for path in entry.files(folder):
+        for path in entry.all_files(folder):
             if not path.is_file():
                 raise ValueError(f"{list_path.name}: segment file {path.name} is missing")
     return listing, [Segment(e, folder) for e in listing.segments]
@@ -242,6 +265,26 @@ def write_segment(folder: Path, name: str, ids: np.ndarray, rows: np.ndarray) ->
     return entry
 
 
+def write_ann(folder: Path, entry: Entry, kind: str, rows: np.ndarray) -> Entry:
+    """The entry with an approximate index of ``rows`` (its rows) written beside it."""
+    from vaultsearch.store import ann
+
+    body = ann.build(kind, rows)
+    entry = dataclasses.replace(entry, ann=(kind, _sha(body)))
+    path = entry.ann_file(folder)
+    assert path is not None
+    atomic_write_bytes(path, body)
+    return entry
+
+
+def _as_written(path: Path, digest: str) -> None:
+    if file_sha256(path) != digest:
+        raise IndexCorruptError(
+            f"The vector index is damaged ({path.name} differs from the file written).",
+            fix="vaultsearch check --repair",
+        )
+
+
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -261,7 +304,7 @@ def remove_unlisted(folder: Path, prefix: str, listing: SegmentList) -> None:
     segments): only ever in the unpublished generation that is being written."""
     if not folder.is_dir():
         return
-    keep = {p.name for e in listing.segments for p in e.files(folder)}
+    keep = {p.name for e in listing.segments for p in e.all_files(folder)}
     for path in folder.iterdir():
         if path.name.startswith(f"{prefix}-") and path.name not in keep:
             path.unlink(missing_ok=True)

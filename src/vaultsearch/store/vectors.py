@@ -110,7 +110,7 @@ class SegmentedVectors:
             if wanted is not None:
                 hit = np.isin(seg.ids, wanted)
                 mask = hit if mask is None else mask & hit
-            scores, pos = _flat_top(q, seg.rows, k, mask)
+            scores, pos = _segment_top(q, seg, k, mask)
             found.append((scores, np.full(len(pos), n), pos, np.asarray(seg.ids)[pos]))
         if not found:
             return []
@@ -149,6 +149,23 @@ class SegmentedVectors:
             return []
         cosines = dot_rows(rows, normalize(query)[0])
         return [(int(i), float(c)) for i, c in zip(held, cosines, strict=True)]
+
+
+def _segment_top(
+    query: np.ndarray, seg: Segment, k: int, mask: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """A segment's top-k (scores, positions): flat, or the candidates of its approximate
+    index scored by the flat kernel (the scores a flat scan gives them)."""
+    if seg.entry.ann is None:
+        return _flat_top(query, seg.rows, k, mask)
+    from vaultsearch.store import ann
+
+    if mask is not None and mask.sum() < ann.MIN_SELECTED * len(mask):
+        picked = np.flatnonzero(mask)
+    else:
+        picked = ann.candidates(seg.ann_index, query, k, mask)
+    scores, at = _flat_top(query, np.asarray(seg.rows[picked]), k, None)
+    return scores, picked[at]
 
 
 def _flat_top(

@@ -62,6 +62,8 @@ def settings_of(generation: Generation, config: Config) -> DerivedSettings:
         tuple(keyword.get("frontmatter_fields") or config.keyword.frontmatter_fields),
         bool((manifest.get("sentences") or {}).get("embedded", config.embedding.sentences)),
         keyword_boosts(config),
+        config.index.vector_index,
+        config.index.ann_threshold,
     )
 
 

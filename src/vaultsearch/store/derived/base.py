@@ -84,6 +84,10 @@ class DerivedSettings:
     """Whether the sentence index holds the chunks' sentences (else it stays empty)."""
     boosts: tuple[tuple[str, float], ...] = ()
     """Keyword field weights a search uses (``[keyword]`` settings, not the manifest)."""
+    vector_index: str = "auto"
+    """``[index] vector_index``: a segment of more rows than ``ann_threshold`` gets an
+    approximate index beside it unless this is ``flat``."""
+    ann_threshold: int = 50_000
 
 
 @dataclass(frozen=True, slots=True)

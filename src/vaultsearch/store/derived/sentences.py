@@ -33,6 +33,7 @@ class SentencePart(VectorPart):
     completes = False
     dtype = "float16"
     sorted_rows = True
+    approximate = False
 
     @staticmethod
     def location(generation: Generation) -> Path:

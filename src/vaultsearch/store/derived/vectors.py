@@ -16,12 +16,14 @@ cosine of any chunk a top-k missed (``VectorReader.score``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from vaultsearch.store import ann
 from vaultsearch.store.catalog import Catalog
 from vaultsearch.store.derived.base import Batch, DerivedSettings, Query, Role
 from vaultsearch.store.layout import Generation
@@ -38,6 +40,7 @@ from vaultsearch.store.segments import (
     open_segments,
     read_list,
     remove_unlisted,
+    write_ann,
     write_list,
     write_segment,
 )
@@ -54,6 +57,8 @@ class VectorPart:
     completes = True
     analyses = False
     dtype = "float32"
+    approximate = True
+    """Whether a large segment gets an approximate index (``store/ann.py``)."""
     sorted_rows = False
     """Whether a segment keeps its rows in id order (else in the order they were added,
     which is the order a search breaks ties by)."""
@@ -136,7 +141,7 @@ class VectorPart:
             held, _ = seg.positions(gone)
             if len(held):
                 dead = tuple(sorted({*seg.entry.dead, *held.tolist()}))
-                entry = Entry(seg.entry.name, seg.entry.rows, dead, seg.entry.sha256)
+                entry = dataclasses.replace(seg.entry, dead=dead)
                 self.segments[n] = Segment(entry, self.folder, ids=seg.ids)
         self.pending = [
             (ids[keep], rows[keep])
@@ -172,9 +177,9 @@ class VectorPart:
         for group in merge_plan([s.entry for s in items]):
             parts = [items[i] for i in group]
             if len(parts) == 1 and parts[0].entry.name and not needs_write(parts[0].entry):
-                entries.append(parts[0].entry)
+                entries.append(self._approximate(parts[0]))
                 continue
-            entries.append(self._write(parts))
+            entries.append(self._approximate(self._write(parts)))
         listing = SegmentList(self.settings.dimension, self.dtype, tuple(entries))
         write_list(self.path, listing)
         remove_unlisted(self.folder, self.name, listing)
@@ -182,7 +187,18 @@ class VectorPart:
         self.pending = []
         return {self.name: len(listing)}
 
-    def _write(self, parts: list[Segment]) -> Entry:
+    def _approximate(self, seg: Segment) -> Entry:
+        """The segment's entry with the approximate index the settings want beside it:
+        written once when it is missing (a new segment, or the setting changed), dropped
+        when it is not wanted."""
+        kind = ann.resolve(self.settings.vector_index) if self.approximate else None
+        if kind is None or seg.entry.rows <= self.settings.ann_threshold:
+            return dataclasses.replace(seg.entry, ann=None)
+        if seg.entry.ann is not None and seg.entry.ann[0] == kind:
+            return seg.entry
+        return write_ann(self.folder, seg.entry, kind, np.asarray(seg.rows, dtype=np.float32))
+
+    def _write(self, parts: list[Segment]) -> Segment:
         """One new segment of the live rows of ``parts``, in their order."""
         ids = np.concatenate([np.asarray(p.live_ids()) for p in parts]).astype(np.int64)
         rows = np.concatenate(
@@ -196,7 +212,7 @@ class VectorPart:
             (self.folder / f"{name}{suffix}").exists() for suffix in (".ids.npy", ".rows.npy")
         ):
             seq += 1
-        return write_segment(self.folder, name, ids, rows)
+        return Segment(write_segment(self.folder, name, ids, rows), self.folder, ids, rows)
 
     def check(self, catalog: Catalog, recorded: dict[str, Any]) -> list[str]:
         try:
@@ -215,6 +231,8 @@ class VectorPart:
             _, segments = open_segments(self.path)
             for seg in segments:
                 _check_shape(seg, listing)
+                if seg.entry.ann is not None and seg.ann_index.ntotal != seg.entry.rows:
+                    raise ValueError(f"{seg.entry.name}: its {seg.entry.ann[0]} index differs")
         except Exception as exc:
             return [f"{self.name}: unreadable ({type(exc).__name__}: {str(exc)[:120]})"]
         for seg in segments:
@@ -245,7 +263,8 @@ class VectorPart:
         """Every listed file there, each byte as written (their digests are in the list)."""
         problems = []
         for entry in listing.segments:
-            for path, digest in zip(entry.files(self.folder), entry.sha256, strict=True):
+            digests = (*entry.sha256, *([] if entry.ann is None else [entry.ann[1]]))
+            for path, digest in zip(entry.all_files(self.folder), digests, strict=True):
                 if not path.is_file():
                     problems.append(f"{self.name}: segment file {path.name} is missing")
                 elif file_sha256(path) != digest:

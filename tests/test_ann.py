@@ -1,0 +1,183 @@
+"""An approximate index beside a large vector segment: written past the threshold,
+read with tombstones and ``allowed`` honoured, ranking as flat where it reaches, and
+checked and repaired like the segment it belongs to."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import bump_mtime, embeddings, write_files
+from tests.corpus import WORDS
+from vaultsearch import Vault
+from vaultsearch.errors import IndexCorruptError
+from vaultsearch.search.snapshot import Snapshot
+from vaultsearch.store import ann
+from vaultsearch.store.derived.vectors import VectorPart
+from vaultsearch.store.segments import Entry, Segment, read_list
+from vaultsearch.store.vectors import SegmentedVectors, normalize
+from vaultsearch.store.verify import settings_of
+
+SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
+FORCED = ("index.ann_threshold=0",)
+
+
+def note(i: int, version: int = 0) -> str:
+    return (
+        f"# Note {i:03d}\n\nAbout the {WORDS[i % 20]} and the {WORDS[(i * 7 + version) % 20]}. "
+        f"Version {version}. See [[Note {(i + 1) % 40:03d}]].\n"
+    )
+
+
+def open_vault(tmp_path: Path, flags: tuple[str, ...] = FORCED) -> Vault:
+    root = tmp_path / "vault"
+    if not root.is_dir():
+        write_files(root, {f"Note {i:03d}.md": note(i) for i in range(40)})
+    return Vault.open(root, index_dir=tmp_path / "index", flags=flags)
+
+
+def flat_twin(reader: SegmentedVectors) -> SegmentedVectors:
+    """The same mapped segments read without their approximate index."""
+    return SegmentedVectors(
+        reader.dim,
+        [Segment(dataclasses.replace(s.entry, ann=None), ids=s.ids, rows=s.rows)
+         for s in reader.segments],
+    )  # fmt: skip
+
+
+@pytest.fixture
+def vault(tmp_path: Path, embedder: object) -> Vault:
+    v = open_vault(tmp_path)
+    v.index()
+    return v
+
+
+def test_the_chunk_segments_past_the_threshold_get_an_index_and_sentences_none(
+    vault: Vault,
+) -> None:
+    (entry,) = read_list(vault.layout.live.vectors).segments
+    assert entry.ann is not None and entry.ann[0] == ann.DEFAULT_KIND
+    path = entry.ann_file(vault.layout.live.root / "segments")
+    assert path is not None and path.is_file()
+    assert all(e.ann is None for e in read_list(vault.layout.live.sentences).segments)
+    assert vault.manager().verify().ok
+
+
+def test_below_the_threshold_or_flat_no_index_is_written(tmp_path: Path, embedder: object) -> None:
+    for n, flags in enumerate([("index.vector_index=flat", *FORCED), ()]):
+        v = open_vault(tmp_path / str(n), flags)
+        v.index()
+        assert all(e.ann is None for e in read_list(v.layout.live.vectors).segments)
+        assert not list((v.layout.live.root / "segments").glob("*.faiss"))
+
+
+def test_search_through_the_index_ranks_as_flat_with_tombstones_and_allowed(
+    vault: Vault,
+) -> None:
+    for version in (1, 2):  # tombstones in the first segment, a second segment
+        path = vault.root / "Note 003.md"
+        path.write_text(note(3, version), encoding="utf-8")
+        bump_mtime(path, seconds=version + 5)
+        vault.index()
+    snap = Snapshot.open(vault.layout, vault.config)
+    reader = snap.vectors
+    assert len(reader.segments) == 2 and reader.segments[0].entry.dead
+    assert all(s.entry.ann is not None for s in reader.segments)
+    flat = flat_twin(reader)
+    dead = set(reader.segments[0].entry.dead)
+    ids = reader.ids()
+    queries = [normalize(np.asarray(reader.segments[0].rows[i]))[0] for i in range(0, 40, 3)]
+    for q in queries:
+        for k in (1, 5, 10, 60):
+            got = reader.search(q, k)
+            assert got == flat.search(q, k)
+            assert not dead & {i for i, _ in got}
+        for allowed in (ids[::2], ids[:3], ids[:0]):  # a wide and a narrow filter
+            got = reader.search(q, 10, allowed)
+            assert got == flat.search(q, 10, allowed)
+            assert {i for i, _ in got} <= set(allowed.tolist())
+
+
+def test_the_approximate_path_finds_the_true_neighbours_of_real_vectors(
+    embedder: object,
+) -> None:
+    """recall@10 against flat on SciFact titles embedded by the bundled model, with
+    held-out claims as queries: a graph that lost its way or candidates that pointed at
+    other rows would show here, as the rows are many more than the search depth."""
+    if not (SCIFACT / "corpus.jsonl").is_file():
+        pytest.skip(f"{SCIFACT} is not here (the shared data sits beside the repo)")
+    lines = (SCIFACT / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:1500]
+    titles = [json.loads(line)["title"] for line in lines]
+    claims = [
+        json.loads(line)["text"]
+        for line in (SCIFACT / "queries.jsonl").read_text(encoding="utf-8").splitlines()[:60]
+    ]
+    rows = normalize(np.asarray(embedder.embed_texts(titles)))  # type: ignore[attr-defined]
+    ids = np.arange(len(rows), dtype=np.int64) * 3
+    entry = Entry("memory", len(ids), (), ("", ""), (ann.DEFAULT_KIND, ""))
+    index = ann.load_bytes(ann.build(ann.DEFAULT_KIND, rows))
+    reader = SegmentedVectors(rows.shape[1], [Segment(entry, ids=ids, rows=rows, ann_index=index)])
+    flat = flat_twin(reader)
+    found = hits = 0
+    for claim in claims:
+        q = np.asarray(embedder.embed_query(claim))  # type: ignore[attr-defined]
+        truth = flat.search(q, 10)
+        got = reader.search(q, 10)
+        both = dict(got).keys() & dict(truth).keys()
+        hits += len(both)
+        found += len(truth)
+        assert {i: dict(got)[i] for i in both} == {i: dict(truth)[i] for i in both}
+    assert hits / found >= 0.95
+
+
+@pytest.mark.parametrize("damage", ["flip", "remove"])
+def test_check_finds_a_damaged_index_file_and_repair_rebuilds_it_without_embedding(
+    vault: Vault, damage: str
+) -> None:
+    (entry,) = read_list(vault.layout.live.vectors).segments
+    path = entry.ann_file(vault.layout.live.root / "segments")
+    assert path is not None
+    before = path.read_bytes()
+    if damage == "flip":
+        body = bytearray(before)
+        body[len(body) // 2] ^= 0xFF
+        path.unlink()  # a hard link shared with no one now, as a writer would replace it
+        path.write_bytes(bytes(body))
+    else:
+        path.unlink()
+    report = vault.manager().verify()
+    assert not report.ok
+    assert any(path.name in p for p in report.problems), report.problems
+    if damage == "flip":
+        snap = Snapshot.open(vault.layout, vault.config)
+        with pytest.raises(IndexCorruptError):
+            snap.vectors.search(np.asarray(snap.vectors.segments[0].rows[0]), 5)
+    cached = embeddings()
+    vault.manager().repair()
+    assert embeddings() == cached, "the repair embedded something"
+    assert vault.manager().verify().ok
+    (entry,) = read_list(vault.layout.live.vectors).segments
+    assert entry.ann is not None
+
+
+def test_the_writer_builds_the_index_for_a_kept_segment_once_the_setting_asks(
+    tmp_path: Path, embedder: object
+) -> None:
+    first = open_vault(tmp_path, ())
+    first.index()
+    (entry,) = read_list(first.layout.live.vectors).segments
+    assert entry.ann is None
+    again = open_vault(tmp_path)
+    path = again.root / "Note 005.md"
+    path.write_text(note(5, 1), encoding="utf-8")
+    bump_mtime(path)
+    again.index()
+    kept, added = read_list(again.layout.live.vectors).segments
+    assert kept.name == entry.name and kept.ann is not None and added.ann is not None
+    part = VectorPart(again.layout.live, settings_of(again.layout.live, again.config))
+    assert part.damage({}) is None
+    assert again.manager().verify().ok
