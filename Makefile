@@ -18,7 +18,7 @@ TORCH_INDEX ?=
 # sentence vectors, and the last stop's release
 LATENCY_AGAINST ?= bceccfd f66f957
 
-.PHONY: setup setup-demo demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-reliability-store bench-reliability-attacks bench-tune bench-confidence bench-embedding bench-vault-quality bench-code bench-mcp-size bench-mcp-memory bench-sources browser bench-screenshot bench-prefix bench-chunking bench-ideas bench-model-routes clean
+.PHONY: setup setup-demo demo index test check bench bench-index bench-quality bench-latency bench-mcp bench-live bench-reliability bench-reliability-store bench-reliability-attacks bench-tune bench-confidence bench-embedding bench-vault-quality bench-code bench-mcp-size bench-mcp-memory bench-sources browser bench-screenshot bench-prefix bench-chunking bench-ideas bench-model-routes bench-route-throughput clean
 
 setup: $(STAMP)
 
@@ -69,6 +69,9 @@ bench-quality: setup
 
 bench-model-routes: setup
 	$(BIN)/python bench/model_routes.py
+
+bench-route-throughput: setup
+	$(BIN)/python bench/route_throughput.py
 
 bench-latency: setup
 	$(BIN)/python bench/latency.py $(foreach r,$(LATENCY_AGAINST),--against $(r))

@@ -11,6 +11,15 @@ first, then through the endpoint. ``--docs N`` indexes a subset: every document 
 relevant for the evaluated queries, then the corpus in its order up to N documents
 (0 = all 5,183); ``--queries N`` evaluates the first N judged queries.
 
+``--vectors-from-cache`` is for a machine too loaded to embed the corpus twice: the
+bundled build reads the per-user embedding cache (embedding what it lacks, which fills
+it), and the test server answers every text the cache holds with that cached vector,
+computing the others (the queries) with the model. The bundled backend embeds one text
+per ONNX run, so a vector does not depend on its batch and a cached one is the one the
+model would compute; the endpoint build keeps the cache off, so every text still goes
+through the client, HTTP, JSON and the backend's normalisation. Indexing speed is then
+not compared (bench/route_throughput.py measures it).
+
 Run: `.venv/bin/python bench/model_routes.py [--docs N] [--queries N] [--batch-size 16]`
 (the defaults: every document and every judged query).
 """
@@ -24,6 +33,9 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import cast
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # tests.model_server
@@ -33,9 +45,9 @@ from _report import CACHE, SHARED, require, write_section
 from vaultsearch import Vault
 from vaultsearch.beir import run_eval
 from vaultsearch.config import Config, EmbeddingConfig, config_from_dict
-from vaultsearch.embedding import Embedder
+from vaultsearch.embedding import Embedder, text_hash
 from vaultsearch.evaluation import load_corpus, load_qrels, write_corpus_as_vault
-from vaultsearch.store.embedcache import CACHE_ENV
+from vaultsearch.store.embedcache import CACHE_ENV, EmbeddingCache, default_cache_dir
 
 MODES = ("semantic", "hybrid")
 
@@ -49,6 +61,45 @@ def subset(
     keep = [d for d in corpus if d in judged]
     keep += [d for d in corpus if d not in judged][: max(0, n - len(keep))]
     return {d: corpus[d] for d in keep}
+
+
+class CachedModel:
+    """The bundled model as the test server sees it: cached vectors first, the model for
+    the rest (see ``--vectors-from-cache``)."""
+
+    def __init__(self, embedder: Embedder, cache: EmbeddingCache) -> None:
+        self.embedder, self.cache, self.served = embedder, cache, 0
+        self.sample: list[tuple[str, np.ndarray]] = []
+
+    def embed_texts(self, texts: list[str]) -> np.ndarray:
+        hashes = [text_hash(t) for t in texts]
+        found = self.cache.get(self.embedder.cache_key, hashes)
+        self.served += sum(h in found for h in hashes)
+        if len(self.sample) < 32:
+            self.sample += [
+                (t, np.frombuffer(found[h], dtype=np.float32))
+                for t, h in zip(texts, hashes, strict=True)
+                if h in found
+            ][: 32 - len(self.sample)]
+        missing = [t for t, h in zip(texts, hashes, strict=True) if h not in found]
+        computed = iter(self.embedder.embed_texts(missing) if missing else [])
+        return np.vstack(
+            [
+                np.frombuffer(found[h], dtype=np.float32) if h in found else next(computed)
+                for h in hashes
+            ]
+        )
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_texts([text])[0]
+
+    def drift(self) -> tuple[int, float]:
+        """The largest difference between a served cached vector and the model's own
+        vector for that text now, over the first texts served."""
+        texts = [t for t, _ in self.sample]
+        fresh = self.embedder.embed_texts(texts) if texts else np.zeros((0, 1))
+        cached = np.vstack([v for _, v in self.sample]) if texts else np.zeros((0, 1))
+        return len(texts), float(np.abs(fresh - cached).max()) if texts else float("nan")
 
 
 def build(name: str, vault_dir: Path, work: Path, config: Config) -> tuple[Vault, dict[str, float]]:
@@ -82,9 +133,16 @@ def main() -> None:
         help="chunk vectors only (embedding.sentences = false on both routes): the whole corpus "
         "in a fraction of the time; the routes are compared on the same vectors either way",
     )
+    parser.add_argument(
+        "--vectors-from-cache",
+        action="store_true",
+        help="the bundled build reads the per-user embedding cache and the test server "
+        "answers from it (see the docstring); no speed comparison",
+    )
     args = parser.parse_args()
     sentences = {"sentences": not args.no_sentences}
     data = require(SHARED / "scifact")
+    user_cache = EmbeddingCache(default_cache_dir(), EmbeddingConfig().cache_size_mb * 2**20)
     os.environ[CACHE_ENV] = "off"  # both routes embed every text in this run
     judged_qrels = load_qrels(data / "qrels" / "train.tsv")
     if args.queries:
@@ -94,6 +152,8 @@ def main() -> None:
     work = CACHE / "model-routes" / f"docs-{len(corpus)}-queries-{len(judged_qrels)}"
     if args.no_sentences:
         work = work.with_name(work.name + "-no-sentences")
+    if args.vectors_from_cache:
+        work = work.with_name(work.name + "-from-cache")
     vault_dir, mapping = work / "vault", work / "doc_ids.json"
     if not mapping.is_file():
         shutil.rmtree(work, ignore_errors=True)
@@ -107,7 +167,8 @@ def main() -> None:
         + "".join(f"{q}\t{d}\t{g}\n" for q, docs in judged_qrels.items() for d, g in docs.items())
     )
     bundled_embedder = Embedder.shared(EmbeddingConfig())
-    server = ModelServer(embedder=bundled_embedder).start()
+    served = CachedModel(bundled_embedder, user_cache) if args.vectors_from_cache else None
+    server = ModelServer(embedder=cast(Embedder, served or bundled_embedder)).start()
     endpoint_config = config_from_dict(
         {
             "embedding": {
@@ -125,7 +186,10 @@ def main() -> None:
         routes = {}
         bundled_config = config_from_dict({"embedding": sentences}, source="bundled model")
         for name, config in (("bundled", bundled_config), ("endpoint", endpoint_config)):
+            if args.vectors_from_cache and name == "bundled":
+                os.environ.pop(CACHE_ENV)
             vault, speed = build(name, vault_dir, work, config)
+            os.environ[CACHE_ENV] = "off"
             print(name, "indexed", speed, flush=True)
             quality = run_eval(
                 data / "corpus.jsonl",
@@ -141,7 +205,12 @@ def main() -> None:
             print(name, speed, {m: q["ndcg@10"] for m, q in quality.items()}, flush=True)
     finally:
         server.stop()
+        user_cache.close()
 
+    if args.vectors_from_cache:
+        assert served is not None
+        from_cache(args, routes, len(corpus), server.texts_embedded, served)
+        return
     rows = []
     for name, (speed, quality) in routes.items():
         label = (
@@ -180,6 +249,57 @@ shared and loaded (see the load average): the ratio is of one run, not a stable 
         body,
         command=f"python bench/model_routes.py --docs {args.docs} --queries {args.queries} "
         f"--batch-size {args.batch_size}{' --no-sentences' if args.no_sentences else ''}",
+    )
+
+
+def from_cache(
+    args: argparse.Namespace,
+    routes: dict[str, tuple[dict[str, float], dict[str, dict[str, float]]]],
+    docs: int,
+    texts: int,
+    model: CachedModel,
+) -> None:
+    """The section of a ``--vectors-from-cache`` run: quality only."""
+    rows = [
+        f"| {name} | {q['semantic']['ndcg@10']:.4f} | {q['hybrid']['ndcg@10']:.4f} "
+        f"| {q['semantic']['recall@100']:.4f} | {q['hybrid']['recall@100']:.4f} |"
+        for name, (_, q) in routes.items()
+    ]
+    b, e = routes["bundled"][1], routes["endpoint"][1]
+    sampled, drift = model.drift()
+    diffs = ", ".join(
+        f"{m} nDCG@10 {e[m]['ndcg@10'] - b[m]['ndcg@10']:+.4f}, "
+        f"Recall@100 {e[m]['recall@100'] - b[m]['recall@100']:+.4f}"
+        for m in MODES
+    )
+    body = f"""
+Data: BEIR SciFact training split, {b["hybrid"].get("queries")} judged queries, {docs} documents
+written as notes. {"Sentence vectors off on both routes (`--no-sentences`): chunk vectors only. " if args.no_sentences else ""}Both indexes built from scratch in this run. The machine was too loaded
+to embed the corpus twice before the deadline, so the vectors were made once: the
+bundled build read the per-user embedding cache (embedding what it lacked), and
+`tests/model_server.py` answered the endpoint's `/v1/embeddings` calls ({texts} texts in
+batches of {args.batch_size}, the endpoint build with the cache off) with the cached vector of
+the bundled model for {model.served} of them and with the model itself for the rest (the
+queries, the probe). The bundled backend runs one text per ONNX run, so a vector does not
+depend on its batch: the cached vector is the one the model computes (the first {sampled} served, embedded again
+by the model after the run: largest difference of a coordinate {drift:.1e}). What is compared is
+the route: client batching, HTTP, JSON floats, the backend's normalisation, the
+fingerprint, and the queries embedded through the endpoint.
+
+| route | semantic nDCG@10 | hybrid nDCG@10 | semantic Recall@100 | hybrid Recall@100 |
+| --- | ---: | ---: | ---: | ---: |
+{chr(10).join(rows)}
+
+Endpoint minus bundled: {diffs}. Indexing speed is not compared in this run (see
+"Model routes: indexing throughput, interleaved").
+"""
+    write_section(
+        "model-routes",
+        "Model routes: the openai backend against the bundled model",
+        body,
+        command=f"python bench/model_routes.py --docs {args.docs} --queries {args.queries} "
+        f"--batch-size {args.batch_size}{' --no-sentences' if args.no_sentences else ''}"
+        " --vectors-from-cache",
     )
 
 
