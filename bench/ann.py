@@ -256,7 +256,8 @@ def _ndcg(work: Path, corpus: Path, claims: Path, qrels: Path) -> list[str]:
     vault, doc_of = prepare_vault(corpus, work / "scifact", _config())
     vault.index()
     snap = vault.orchestrator.snapshot()
-    flat = snap.vectors
+    vectors = snap.reader("vectors")
+    flat = vectors.vectors
     ids, rows = flat.ids(), np.concatenate([np.asarray(s.rows) for s in flat.segments])
     index = faiss.deserialize_index(np.frombuffer(ann.build(ann.DEFAULT_KIND, rows), np.uint8))
     entry = Entry("bench", len(ids), (), ("", ""), (ann.DEFAULT_KIND, ""))
@@ -274,7 +275,7 @@ def _ndcg(work: Path, corpus: Path, claims: Path, qrels: Path) -> list[str]:
     qids = [q for q in texts if q in judged]
     out, tops = [], {}
     for name, reader in readers.items():
-        snap.vectors = reader
+        vectors.vectors = reader
         cells = []
         for mode in ("semantic", "hybrid"):
             run = {
@@ -289,7 +290,7 @@ def _ndcg(work: Path, corpus: Path, claims: Path, qrels: Path) -> list[str]:
             cells += [f"{ndcg:.4f}", f"{same:.3f}"]
         out.append(f"| {name} | {len(qids)} | " + " | ".join(cells) + " |")
         print(out[-1], flush=True)
-    snap.vectors = flat
+    vectors.vectors = flat
     return out
 
 

@@ -17,6 +17,7 @@ from vaultsearch import Vault
 from vaultsearch.errors import IndexCorruptError
 from vaultsearch.search.snapshot import Snapshot
 from vaultsearch.store import ann
+from vaultsearch.store.derived.sentences import SentencePart
 from vaultsearch.store.derived.vectors import VectorPart
 from vaultsearch.store.segments import Entry, Segment, read_list
 from vaultsearch.store.vectors import SegmentedVectors, normalize
@@ -59,11 +60,11 @@ def vault(tmp_path: Path, embedder: object) -> Vault:
 def test_the_chunk_segments_past_the_threshold_get_an_index_and_sentences_none(
     vault: Vault,
 ) -> None:
-    (entry,) = read_list(vault.layout.live.vectors).segments
+    (entry,) = read_list(VectorPart.location(vault.layout.live)).segments
     assert entry.ann is not None and entry.ann[0] == ann.DEFAULT_KIND
     path = entry.ann_file(vault.layout.live.root / "segments")
     assert path is not None and path.is_file()
-    assert all(e.ann is None for e in read_list(vault.layout.live.sentences).segments)
+    assert all(e.ann is None for e in read_list(SentencePart.location(vault.layout.live)).segments)
     assert vault.manager().verify().ok
 
 
@@ -71,7 +72,7 @@ def test_below_the_threshold_or_flat_no_index_is_written(tmp_path: Path, embedde
     for n, flags in enumerate([("index.vector_index=flat", *FORCED), ()]):
         v = open_vault(tmp_path / str(n), flags)
         v.index()
-        assert all(e.ann is None for e in read_list(v.layout.live.vectors).segments)
+        assert all(e.ann is None for e in read_list(VectorPart.location(v.layout.live)).segments)
         assert not list((v.layout.live.root / "segments").glob("*.faiss"))
 
 
@@ -84,7 +85,7 @@ def test_search_through_the_index_ranks_as_flat_with_tombstones_and_allowed(
         bump_mtime(path, seconds=version + 5)
         vault.index()
     snap = Snapshot.open(vault.layout, vault.config)
-    reader = snap.vectors
+    reader = snap.reader("vectors").vectors
     assert len(reader.segments) == 2 and reader.segments[0].entry.dead
     assert all(s.entry.ann is not None for s in reader.segments)
     flat = flat_twin(reader)
@@ -138,7 +139,7 @@ def test_the_approximate_path_finds_the_true_neighbours_of_real_vectors(
 def test_check_finds_a_damaged_index_file_and_repair_rebuilds_it_without_embedding(
     vault: Vault, damage: str
 ) -> None:
-    (entry,) = read_list(vault.layout.live.vectors).segments
+    (entry,) = read_list(VectorPart.location(vault.layout.live)).segments
     path = entry.ann_file(vault.layout.live.root / "segments")
     assert path is not None
     before = path.read_bytes()
@@ -155,12 +156,14 @@ def test_check_finds_a_damaged_index_file_and_repair_rebuilds_it_without_embeddi
     if damage == "flip":
         snap = Snapshot.open(vault.layout, vault.config)
         with pytest.raises(IndexCorruptError):
-            snap.vectors.search(np.asarray(snap.vectors.segments[0].rows[0]), 5)
+            snap.reader("vectors").vectors.search(
+                np.asarray(snap.reader("vectors").vectors.segments[0].rows[0]), 5
+            )
     cached = embeddings()
     vault.manager().repair()
     assert embeddings() == cached, "the repair embedded something"
     assert vault.manager().verify().ok
-    (entry,) = read_list(vault.layout.live.vectors).segments
+    (entry,) = read_list(VectorPart.location(vault.layout.live)).segments
     assert entry.ann is not None
 
 
@@ -169,14 +172,14 @@ def test_the_writer_builds_the_index_for_a_kept_segment_once_the_setting_asks(
 ) -> None:
     first = open_vault(tmp_path, ())
     first.index()
-    (entry,) = read_list(first.layout.live.vectors).segments
+    (entry,) = read_list(VectorPart.location(first.layout.live)).segments
     assert entry.ann is None
     again = open_vault(tmp_path)
     path = again.root / "Note 005.md"
     path.write_text(note(5, 1), encoding="utf-8")
     bump_mtime(path)
     again.index()
-    kept, added = read_list(again.layout.live.vectors).segments
+    kept, added = read_list(VectorPart.location(again.layout.live)).segments
     assert kept.name == entry.name and kept.ann is not None and added.ann is not None
     part = VectorPart(again.layout.live, settings_of(again.layout.live, again.config))
     assert part.damage({}) is None
