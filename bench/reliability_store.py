@@ -133,7 +133,7 @@ def view(index_dir: Path) -> View | None:
         readers = {cls.name: cls(generation, settings).reader() for cls in DERIVED}
         vectors = set(readers["vectors"].ids().tolist())
         keywords = set(readers["keywords"].all_chunk_ids())
-        nodes = set(readers["graph"].nodes)
+        nodes = set(readers["graph"].graph.nodes)
         mixed = None
         if not chunks == vectors == keywords:
             mixed = f"chunks {len(chunks)} vectors {len(vectors)} keywords {len(keywords)}"
