@@ -97,8 +97,36 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- Milvus store ---------------------------------------------------------------
+def cmd_push(args: argparse.Namespace) -> int:
+    from vaultsearch.store.milvus.push import push
+    from vaultsearch.store.milvus.target import MilvusTarget
+
+    vault = _open(args)
+    summary = push(
+        vault, MilvusTarget.from_config(vault.config, args.to, args.collection), args.full
+    )
+    d = summary.to_dict()
+    if args.json:
+        _print_json(d)
+        return 0
+    print(
+        f"pushed {vault.index_dir} -> {d['uri']} ({d['generation']}"
+        f"{', new generation' if d['rebuilt'] else ''})\n"
+        f"  {d['notes']} notes, {d['chunks']} chunks, {d['sentences']} sentences; upserted "
+        f"{d['upserted_chunks']} chunks, deleted {d['deleted_chunks']}; embedded "
+        f"{d['embedded']}; {d['seconds']:.2f} s"
+    )
+    return 0
+
+
 # --- status ---------------------------------------------------------------------
 def cmd_status(args: argparse.Namespace) -> int:
+    if args.store_uri:
+        from vaultsearch.cli_milvus import reader_of
+
+        _print_json(reader_of(args).status())
+        return 0
     status = _open(args).status()
     if args.json:
         _print_json(status)
@@ -138,24 +166,26 @@ def _print_sources(rows: list[dict[str, Any]]) -> None:
 
 # --- search ---------------------------------------------------------------------
 def cmd_search(args: argparse.Namespace) -> int:
-    vault = _open(args)
     where = dict(_parse_where(w) for w in args.where or [])
-    hits = vault.search(
-        args.query,
-        top_k=args.top_k,
-        mode=args.mode,
-        tags=args.tag,
-        folders=args.folder,
-        after=args.after,
-        before=args.before,
-        where=where or None,
-        explain=args.explain,
-        min_score=args.min_score,
-        sources=args.source,
-        kinds=args.kind,
-        path_prefix=args.path_prefix,
-        files=args.file,
-    )
+    if args.store_uri:
+        hits = _search_store(args, where)
+    else:
+        hits = _open(args).search(
+            args.query,
+            top_k=args.top_k,
+            mode=args.mode,
+            tags=args.tag,
+            folders=args.folder,
+            after=args.after,
+            before=args.before,
+            where=where or None,
+            explain=args.explain,
+            min_score=args.min_score,
+            sources=args.source,
+            kinds=args.kind,
+            path_prefix=args.path_prefix,
+            files=args.file,
+        )
     if hits.degraded:
         print(f"warning: {hits.degraded}", file=sys.stderr)
     if args.json or not sys.stdout.isatty():
@@ -164,6 +194,18 @@ def cmd_search(args: argparse.Namespace) -> int:
         return 0
     _print_hits(hits, args.explain)
     return 0
+
+
+def _search_store(args: argparse.Namespace, where: dict[str, Any]) -> Any:
+    from vaultsearch.cli_milvus import reader_of
+    from vaultsearch.search.filters import Scope, SearchFilters
+
+    scope = Scope.build(args.source, args.kind, args.path_prefix, args.file)
+    filters = SearchFilters.build(
+        tags=args.tag, folders=args.folder, after=args.after, before=args.before,
+        where=where or None, min_score=args.min_score, scope=scope,
+    )  # fmt: skip
+    return reader_of(args).search(args.query, top_k=args.top_k, mode=args.mode, filters=filters)
 
 
 def _parse_where(text: str) -> tuple[str, Any]:
@@ -418,6 +460,8 @@ def _http_host(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from vaultsearch.cli_milvus import add_milvus_commands, store_args
+
     parser = _Parser(
         prog="vaultsearch", description="Local hybrid search over a folder of Markdown notes."
     )
@@ -441,6 +485,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("status", help="what the index holds")
     _common(p)
+    store_args(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=cmd_status)
 
@@ -464,7 +509,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--file", action="append", help="exactly this file (repeatable)")
     p.add_argument("--explain", action="store_true", help="show each strategy's rank and boosts")
     p.add_argument("--json", action="store_true", help="JSON output (default when piped)")
+    store_args(p)
     p.set_defaults(handler=cmd_search)
+    add_milvus_commands(sub, _common, cmd_push)
 
     from vaultsearch.cli_sources import add_sources_parser
 
