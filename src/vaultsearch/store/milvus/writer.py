@@ -78,7 +78,7 @@ class PushSummary:
 class MilvusWriter:
     def __init__(self, target: MilvusTarget) -> None:
         self.target = target
-        self.client = connect(target)
+        self.client = connect(target, create=True)
 
     def push(
         self, local: LocalIndex, full: bool = False, before_switch: Callable[[], None] | None = None
@@ -110,26 +110,25 @@ class MilvusWriter:
         summary.rebuilt = True
         if before_switch is not None:
             before_switch()
+        previous = current_generation(self.client, prefix)
         alias_target = collection(generation, "manifest")
         if prefix in self.client.list_aliases().get("aliases", []):
             self.client.alter_alias(collection_name=alias_target, alias=prefix)
         else:
             self.client.create_alias(collection_name=alias_target, alias=prefix)
-        summary.dropped = self._drop_superseded(generation)
+        summary.dropped = self._drop_superseded(generation, previous)
         return summary
 
-    def _drop_superseded(self, live: str) -> list[str]:
-        """Every generation but the live one and the one before it: a reader that
-        resolved the alias just before the switch still finds its collections."""
+    def _drop_superseded(self, live: str, previous: str | None) -> list[str]:
+        """Every generation but the live one and the one the alias named before: a
+        reader that resolved the alias just before the switch still finds its
+        collections. A killed build's leftovers are neither, so they go too."""
         prefix = self.target.prefix
-        live_n = generation_number(prefix, collection(live, "chunks")) or 0
-        names = self.client.list_collections()
-        numbers = sorted({n for c in names if (n := generation_number(prefix, c)) is not None})
-        keep = {live_n, max((n for n in numbers if n < live_n), default=-1)}
+        keep = {live, previous}
         dropped = []
-        for name in names:
+        for name in self.client.list_collections():
             n = generation_number(prefix, name)
-            if n is not None and n not in keep:
+            if n is not None and generation_name(prefix, n) not in keep:
                 self.client.drop_collection(name)
                 dropped.append(name)
         return sorted(dropped)
