@@ -11,6 +11,7 @@ no sentence branch and no boosts.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Iterable, Mapping
@@ -310,8 +311,7 @@ class MilvusReader:
         limit = self.config.search.max_chunks_per_note
         terms = parsed.highlight_terms
         floor = min((s for _, s in branches.get("semantic", [])), default=None)
-        from vaultsearch.search.snippets import stem as stemmer
-
+        stemmer = _stem
         weights = {
             stemmer(w): 1.0
             for w in (*parsed.keyword_terms, *(w for p in parsed.phrases for w in p))
@@ -327,7 +327,7 @@ class MilvusReader:
                 continue
             best = groups[0]
             row = view.rows[best.id]
-            snippet = make_snippet(best.text, terms)
+            snippet = make_snippet(best.text, terms, stemmer=stemmer)
             found = {stemmer(w) for w in set(words(_described(note, best.text, meta_keys)))}
             sem = next((p.raw for p in c.explain.branches if p.branch == "semantic"), floor)
             conf = confidence(Evidence(sem, coverage(weights, found)))
@@ -386,6 +386,12 @@ class MilvusReader:
 
     def close(self) -> None:
         self.client.close()
+
+
+@functools.lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    """A word as the BM25 terms hold it, so highlights agree with keyword search."""
+    return analysed(word).split(" ")[0] or word.lower()
 
 
 def _chunk(row: Mapping[str, Any]) -> ChunkRow:
