@@ -175,8 +175,7 @@ def test_rebuild_switches_the_alias_and_drops_superseded_generations(
     assert {n for n in names if n.startswith("vaultsearch_g000003")} == {
         f"vaultsearch_g000003_{p}" for p in ("chunks", "sentences", "notes", "manifest")
     }
-    config = load_config(None, None)
-    reader = MilvusReader(MilvusTarget.build(str(store)), config, Embedder.shared(config.embedding))
+    reader = MilvusReader.open(str(store))
     try:
         assert reader.status()["generation"] == "vaultsearch_g000003"
         assert _paths(reader, "aphids pests")[0] == "Garden/Tomatoes.md"

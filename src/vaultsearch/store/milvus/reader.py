@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -77,6 +78,20 @@ class MilvusReader:
         self.embedder = embedder
         self.client = connect(target)
         self.last_timings: dict[str, float] = {}
+
+    @classmethod
+    def open(
+        cls,
+        uri: str,
+        collection: str = "",
+        token: str = "",
+        config: str | os.PathLike[str] | Config | None = None,
+    ) -> MilvusReader:
+        """A reader from the URI alone: the Python counterpart of ``--store-uri``."""
+        from vaultsearch.config import load_config
+
+        cfg = load_config(config)
+        return cls(MilvusTarget.build(uri, token, collection), cfg, Embedder.shared(cfg.embedding))
 
     def manifest(self) -> dict[str, Any]:
         """Resolved at every query: a writer's alias switch is seen at the next one."""
