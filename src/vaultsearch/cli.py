@@ -405,7 +405,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_config(args: argparse.Namespace) -> int:
     from vaultsearch.config import explain_config
     from vaultsearch.config_layers import env_name
-    from vaultsearch.reload import flat_config
+    from vaultsearch.reload import shown_config
 
     root = Path(args.vault).expanduser().resolve()
     cfg, origins = explain_config(args.config, root, tuple(args.set or ()))
@@ -417,7 +417,7 @@ def cmd_config(args: argparse.Namespace) -> int:
         return where
 
     rows = [
-        {"key": key, "value": value, "from": origin(key)} for key, value in flat_config(cfg).items()
+        {"key": key, "value": value, "from": origin(key)} for key, value in shown_config(cfg).items()
     ]
     if args.json:
         _print_json(rows)

@@ -35,7 +35,7 @@ from vaultsearch.errors import (
 from vaultsearch.indexing.overview import file_counts
 from vaultsearch.indexing.runner import IndexRunner, RunKind, RunSnapshot
 from vaultsearch.models import Hit
-from vaultsearch.reload import flat_config, rebuild_keys
+from vaultsearch.reload import rebuild_keys, shown_config
 from vaultsearch.search.extractive import Answer, extractive_answer
 from vaultsearch.server.activity import Activity, ActivityLog, follow_runs
 from vaultsearch.server.chatanswer import AnswerEndpointError, chat_answer
@@ -165,7 +165,7 @@ def status(ctx: ControlContext) -> dict[str, Any]:
     if st.get("last_indexed"):
         out["last_indexed"] = st["last_indexed"]
     out["model"] = st.get("model") or model_id(vault.config.embedding.model)
-    out["config"] = flat_config(vault.config)
+    out["config"] = shown_config(vault.config)
     out["rebuild_keys"] = rebuild_keys(vault.config)
     return out
 
