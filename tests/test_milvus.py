@@ -359,7 +359,9 @@ def test_a_store_of_another_schema_version_is_refused(
 
 
 def test_the_token_is_never_printed(tmp_path: Path) -> None:
-    shown = _cli("config", str(tmp_path), "--json", "--set", "store.token=s3cret-token", cwd=tmp_path)
+    shown = _cli(
+        "config", str(tmp_path), "--json", "--set", "store.token=s3cret-token", cwd=tmp_path
+    )
     assert shown.returncode == 0, shown.stderr
     rows = {r["key"]: r["value"] for r in json.loads(shown.stdout)}
     assert rows["store.token"] == "(set)" and "s3cret-token" not in shown.stdout

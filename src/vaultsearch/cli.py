@@ -417,7 +417,8 @@ def cmd_config(args: argparse.Namespace) -> int:
         return where
 
     rows = [
-        {"key": key, "value": value, "from": origin(key)} for key, value in shown_config(cfg).items()
+        {"key": key, "value": value, "from": origin(key)}
+        for key, value in shown_config(cfg).items()
     ]
     if args.json:
         _print_json(rows)
