@@ -4,7 +4,8 @@ Run: ``.venv/bin/python bench/milvus.py [--queries N] [--latency]`` (needs
 ``vaultsearch[milvus]`` and ../shared/data). Prints JSON:
 
 - SciFact train: nDCG@10 and Recall@100 for keyword, semantic and hybrid on both stores
-  (the first N judged queries; all 809 by default), and Milvus's own ``hybrid_search``
+  (the first N judged queries, all 809 by default; ``--docs K`` cuts the corpus to their
+  judged documents and K others), and Milvus's own ``hybrid_search``
   (RRF over dense + BM25) beside vaultsearch's fusion of the Milvus branches;
 - vaultofknowledge: ``push`` of its index (seconds, chunks embedded) and the top-10 note
   overlap between the stores on the 50 first judged queries per mode;
@@ -41,10 +42,18 @@ MODES = ("keyword", "semantic", "hybrid")
 WORK = CACHE / "milvus"
 
 
-def scifact(limit: int | None) -> dict[str, Any]:
+def scifact(limit: int | None, docs: int | None) -> dict[str, Any]:
+    """``docs``: the corpus cut to the documents judged for the queries run plus the
+    first ``docs`` others (a smaller index to embed; both stores search the same one)."""
     data = require(SHARED / "scifact")
     config = load_config(None)
-    vault, doc_of = prepare_vault(data / "corpus.jsonl", WORK / "scifact", config)
+    judged = load_qrels(data / "qrels" / "train.tsv")
+    texts = load_queries(data / "queries.jsonl")
+    ids = [q for q in texts if q in judged][:limit]
+    corpus, work = data / "corpus.jsonl", WORK / "scifact"
+    if docs is not None:
+        corpus, work = _subset(corpus, {d for q in ids for d in judged[q]}, docs, ids)
+    vault, doc_of = prepare_vault(corpus, work, config)
     vault.index()
     store = WORK / "scifact-store.db"
     shutil.rmtree(store, ignore_errors=True)
@@ -75,6 +84,21 @@ def scifact(limit: int | None) -> dict[str, Any]:
     reader.close()
     vault.close()
     return out
+
+
+def _subset(corpus: Path, judged: set[str], others: int, ids: list[str]) -> tuple[Path, Path]:
+    work = WORK / f"scifact-{len(ids)}q-{others}d"
+    work.mkdir(parents=True, exist_ok=True)
+    path = work / "corpus.jsonl"
+    if not path.is_file():
+        kept, extra = [], 0
+        for line in corpus.read_text(encoding="utf-8").splitlines():
+            doc = json.loads(line)["_id"]
+            if doc in judged or extra < others:
+                extra += doc not in judged
+                kept.append(line)
+        path.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    return path, work
 
 
 def vaultofknowledge(latency: bool) -> dict[str, Any]:
@@ -132,6 +156,7 @@ def _latency(vault: Any, reader: MilvusReader, queries: list[str]) -> dict[str, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, help="only the first N judged SciFact queries")
+    parser.add_argument("--docs", type=int, help="corpus: the judged documents + N others")
     parser.add_argument("--latency", action="store_true", help="also time queries (idle machine)")
     parser.add_argument("--skip-scifact", action="store_true")
     parser.add_argument("--skip-vault", action="store_true")
@@ -139,7 +164,7 @@ def main() -> None:
     WORK.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {}
     if not args.skip_scifact:
-        report["scifact"] = scifact(args.queries)
+        report["scifact"] = scifact(args.queries, args.docs)
         print(json.dumps(report, indent=2), flush=True)
     if not args.skip_vault:
         report["vaultofknowledge"] = vaultofknowledge(args.latency)
