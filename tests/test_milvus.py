@@ -365,3 +365,33 @@ def test_the_token_is_never_printed(tmp_path: Path) -> None:
     assert shown.returncode == 0, shown.stderr
     rows = {r["key"]: r["value"] for r in json.loads(shown.stdout)}
     assert rows["store.token"] == "(set)" and "s3cret-token" not in shown.stdout
+
+
+def test_names_outside_ascii_and_with_quotes_reach_milvus_expressions(
+    tmp_path: Path, store: Path, embedder: Embedder
+) -> None:
+    root = tmp_path / "names"
+    _write(
+        root,
+        "Café ☕/Crème brûlée.md",
+        '# Crème brûlée\n\nCaramelised sugar over custard; see [[Say "hi" 日本]].\n',
+    )
+    _write(
+        root,
+        'Café ☕/Say "hi" 日本.md',
+        "# Greetings\n\nA back\\slash and a greeting in Japanese.\n",
+    )
+    with Vault.open(root, flags=_flags(store)) as vault:
+        vault.index()
+    reader = _reader(store)
+    try:
+        assert _paths(reader, "caramelised custard", "hybrid")[0] == "Café ☕/Crème brûlée.md"
+        quoted = 'Café ☕/Say "hi" 日本.md'
+        assert _paths(reader, "greeting japanese", "keyword", folders=["Café ☕"]) == [quoted]
+        assert (
+            _paths(reader, "greeting", "semantic", scope=Scope.build(files=[quoted]))[0] == quoted
+        )
+        assert "back\\slash" in reader.get(quoted)["chunks"][0]["text"]
+        assert _paths(reader, "caramelised -greeting", "hybrid")[:1] == ["Café ☕/Crème brûlée.md"]
+    finally:
+        reader.close()

@@ -32,20 +32,20 @@ def expression(filters: SearchFilters) -> str:
         clauses.append(f"date < {filters.before!r}")
     for key, wanted in filters.where.items():
         options = meta_values({key: wanted})[key]
-        clauses.append(f"json_contains_any(meta[{_s(key)}], {json.dumps(options)})")
+        clauses.append(f"json_contains_any(meta[{_s(key)}], {literal(options)})")
     scope = filters.scope
     if scope.sources:
         names = [("" if s == VAULT else s) for s in scope.sources]
-        clauses.append(f"source in {json.dumps(names)}")
+        clauses.append(f"source in {literal(names)}")
     if scope.kinds:
-        clauses.append(f"kind in {json.dumps(list(scope.kinds))}")
+        clauses.append(f"kind in {literal(list(scope.kinds))}")
     if scope.prefixes:
         likes = [
             f"{f} like {_s(_like(p) + '%')}" for p in scope.prefixes for f in ("rel_path", "path")
         ]
         clauses.append(_any(likes))
     if scope.files:
-        files = json.dumps(list(scope.files))
+        files = literal(list(scope.files))
         clauses.append(f"(rel_path in {files} or path in {files})")
     return " and ".join(clauses)
 
@@ -69,8 +69,14 @@ def _any(parts: list[str]) -> str:
 
 
 def _s(value: Any) -> str:
-    """A string literal; JSON's escaping is what Milvus's expression parser reads."""
+    """A string literal; JSON's escaping is what Milvus's expression parser reads, but
+    not its ``\\uXXXX`` form, so text outside ASCII is written as itself."""
     return json.dumps(str(value), ensure_ascii=False)
+
+
+def literal(values: list[Any]) -> str:
+    """A list literal for ``in``, ``json_contains_any`` and the like."""
+    return json.dumps(values, ensure_ascii=False)
 
 
 def _like(text: str) -> str:
@@ -78,4 +84,4 @@ def _like(text: str) -> str:
 
 
 def ids_in(name: str, ids: list[int]) -> str:
-    return f"{name} in {json.dumps(ids)}"
+    return f"{name} in {literal(ids)}"

@@ -33,7 +33,7 @@ from vaultsearch.search.ranking import FusionSettings, complete, fuse
 from vaultsearch.search.snippets import make_snippet
 from vaultsearch.store.catalog import ChunkRow
 from vaultsearch.store.milvus.client import connect, engine_errors
-from vaultsearch.store.milvus.expressions import expression, ids_in
+from vaultsearch.store.milvus.expressions import expression, ids_in, literal
 from vaultsearch.store.milvus.live import live_manifest, load
 from vaultsearch.store.milvus.schema import CHUNK_OUTPUT, analysed, collection
 from vaultsearch.store.milvus.target import MilvusTarget
@@ -283,7 +283,7 @@ class MilvusReader:
         expr = (
             ids_in("note_id", notes)
             + " and "
-            + " or ".join(f"TEXT_MATCH(terms, {json.dumps(s)})" for s in stems)
+            + " or ".join(f"TEXT_MATCH(terms, {literal([s])[1:-1]})" for s in stems)
         )
         rows = self.client.query(
             collection(gen, "chunks"), filter=f"({expr})", output_fields=["note_id"]
@@ -302,7 +302,7 @@ class MilvusReader:
         graph = {r["path"]: list(r["neighbours"] or []) for r in rows}
         wanted = sorted({p for ns in graph.values() for p in ns} - set(view.note_by_path))
         for start in range(0, len(wanted), 1000):
-            where = f"path in {json.dumps(wanted[start : start + 1000])}"
+            where = f"path in {literal(wanted[start : start + 1000])}"
             found = self.client.query(
                 collection(gen, "chunks"), filter=f"({where}) and ({expr})" if expr else where,
                 output_fields=list(CHUNK_OUTPUT),
@@ -365,7 +365,7 @@ class MilvusReader:
         gen = manifest["generation"]
         with engine_errors(self.target):
             rows = self.client.query(
-                collection(gen, "chunks"), filter=f"path == {json.dumps(path)}",
+                collection(gen, "chunks"), filter=f"path == {literal([path])[1:-1]}",
                 output_fields=list(CHUNK_OUTPUT),
             )  # fmt: skip
         if not rows:
