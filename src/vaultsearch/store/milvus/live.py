@@ -21,9 +21,14 @@ def current_generation(client: Any, prefix: str) -> str | None:
 
 def load(client: Any, generation: str, parts: tuple[str, ...] = PARTS) -> None:
     """A collection must be loaded before it answers; a server keeps it loaded, a
-    Milvus Lite file starts with all of them released."""
+    Milvus Lite file starts with all of them released. Once per client: a load call
+    is a round trip that every query would otherwise pay."""
+    loaded: set[str] = client.__dict__.setdefault("_vaultsearch_loaded", set())
     for part in parts:
-        client.load_collection(collection(generation, part))
+        name = collection(generation, part)
+        if name not in loaded:
+            client.load_collection(name)
+            loaded.add(name)
 
 
 def read_manifest(client: Any, target: MilvusTarget) -> dict[str, Any] | None:
