@@ -100,8 +100,36 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- Milvus store ---------------------------------------------------------------
+def cmd_push(args: argparse.Namespace) -> int:
+    from vaultsearch.store.milvus.push import push
+    from vaultsearch.store.milvus.target import MilvusTarget
+
+    vault = _open(args)
+    summary = push(
+        vault, MilvusTarget.from_config(vault.config, args.to, args.collection), args.full
+    )
+    d = summary.to_dict()
+    if args.json:
+        _print_json(d)
+        return 0
+    print(
+        f"pushed {vault.index_dir} -> {d['uri']} ({d['generation']}"
+        f"{', new generation' if d['rebuilt'] else ''})\n"
+        f"  {d['notes']} notes, {d['chunks']} chunks, {d['sentences']} sentences; upserted "
+        f"{d['upserted_chunks']} chunks, deleted {d['deleted_chunks']}; embedded "
+        f"{d['embedded']}; {d['seconds']:.2f} s"
+    )
+    return 0
+
+
 # --- status ---------------------------------------------------------------------
 def cmd_status(args: argparse.Namespace) -> int:
+    if args.store_uri:
+        from vaultsearch.cli_milvus import reader_of
+
+        _print_json(reader_of(args).status())
+        return 0
     status = _open(args).status()
     if args.json:
         _print_json(status)
@@ -144,16 +172,21 @@ def _print_sources(rows: list[dict[str, Any]]) -> None:
 # --- search ---------------------------------------------------------------------
 def cmd_search(args: argparse.Namespace) -> int:
     from vaultsearch.request import SearchRequest, parameters
-    from vaultsearch.searchanswer import lines_reader
+    from vaultsearch.searchanswer import SearchAnswer, lines_reader
 
-    vault = _open(args)
     values = {name: getattr(args, name) for name, _, _ in parameters()}
     values["where"] = dict(_parse_where(w) for w in args.where or []) or None
-    answer = vault.search_answer(SearchRequest(**values))
+    request = SearchRequest(**values)
+    if args.store_uri:  # a Milvus store: no vault, so passages are the stored chunks
+        vault = None
+        answer = SearchAnswer(request, _search_store(args, values["where"] or {}))
+    else:
+        vault = _open(args)
+        answer = vault.search_answer(request)
     hits = answer.hits
     if hits.degraded:
         print(f"warning: {hits.degraded}", file=sys.stderr)
-    shaped = answer.to_dict(lines_reader(vault))["hits"]
+    shaped = answer.to_dict(lines_reader(vault) if vault is not None else None)["hits"]
     if args.json or not sys.stdout.isatty():
         extra = {"degraded": hits.degraded} if hits.degraded else {}
         _print_json([{**h, **extra} for h in shaped])
@@ -194,6 +227,18 @@ def add_search_flags(p: argparse.ArgumentParser) -> None:
             p.add_argument(flag, dest=name, action="append", help=f"{help} (repeatable)")
         else:
             p.add_argument(flag, help=help)
+
+
+def _search_store(args: argparse.Namespace, where: dict[str, Any]) -> Any:
+    from vaultsearch.cli_milvus import reader_of
+    from vaultsearch.search.filters import Scope, SearchFilters
+
+    scope = Scope.build(args.source, args.kind, args.path_prefix, args.file)
+    filters = SearchFilters.build(
+        tags=args.tag, folders=args.folder, after=args.after, before=args.before,
+        where=where or None, min_score=args.min_score, scope=scope,
+    )  # fmt: skip
+    return reader_of(args).search(args.query, top_k=args.top_k, mode=args.mode, filters=filters)
 
 
 def _parse_where(text: str) -> tuple[str, Any]:
@@ -410,7 +455,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_config(args: argparse.Namespace) -> int:
     from vaultsearch.config import explain_config
     from vaultsearch.config_layers import env_name
-    from vaultsearch.reload import flat_config
+    from vaultsearch.reload import shown_config
 
     root = Path(args.vault).expanduser().resolve()
     cfg, origins = explain_config(args.config, root, tuple(args.set or ()))
@@ -422,7 +467,8 @@ def cmd_config(args: argparse.Namespace) -> int:
         return where
 
     rows = [
-        {"key": key, "value": value, "from": origin(key)} for key, value in flat_config(cfg).items()
+        {"key": key, "value": value, "from": origin(key)}
+        for key, value in shown_config(cfg).items()
     ]
     if args.json:
         _print_json(rows)
@@ -465,6 +511,8 @@ def _http_host(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from vaultsearch.cli_milvus import add_milvus_commands, store_args
+
     parser = _Parser(
         prog="vaultsearch", description="Local hybrid search over a folder of Markdown notes."
     )
@@ -488,6 +536,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("status", help="what the index holds")
     _common(p)
+    store_args(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=cmd_status)
 
@@ -496,7 +545,9 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p, vault_positional=False)
     add_search_flags(p)
     p.add_argument("--json", action="store_true", help="JSON output (default when piped)")
+    store_args(p)
     p.set_defaults(handler=cmd_search)
+    add_milvus_commands(sub, _common, cmd_push)
 
     from vaultsearch.cli_sources import add_sources_parser
 

@@ -50,6 +50,10 @@ def cmd_get(args: argparse.Namespace) -> int:
     from vaultsearch.browse import MAX_CHARS
     from vaultsearch.navigate import get_places, multi_get
 
+    if args.store_uri:
+        from vaultsearch.cli_milvus import get_from_store
+
+        return get_from_store(args)
     if args.chunk or args.page:
         _show(
             args, get_places(_browser(args), args.chunk or [], args.spec, args.page, args.context)
@@ -132,6 +136,9 @@ def add_browse_commands(sub: Any, common: Common) -> None:
     p.add_argument("--page", type=positive, help="a PDF's page, for each PATH")
     p.add_argument("--context", type=int, default=0, help="extra lines around each range")
     p.add_argument("--max-chars", type=positive, help="text cap over all specs (default: 20000)")
+    from vaultsearch.cli_milvus import store_args
+
+    store_args(p)
     finish(p)
 
     p = parser("related", "a note's links, nearby notes and similar notes", cmd_related)

@@ -199,6 +199,19 @@ class ServerConfig:
 
 
 @dataclass(frozen=True)
+class StoreConfig:
+    backend: str = "local"
+    """``milvus``: every index run is also pushed to ``uri`` (the local index stays the
+    staging area and the source of truth; ``vaultsearch[milvus]``)."""
+    uri: str = ""
+    """A Milvus Lite file (``team.db``) or a server, ``http(s)://host:19530``."""
+    token: str = ""
+    """``user:password`` or an API key; ``VAULTSEARCH_MILVUS_TOKEN`` keeps it out of files."""
+    collection: str = "vaultsearch"
+    """The prefix of the collections, and the alias readers resolve."""
+
+
+@dataclass(frozen=True)
 class Config:
     vault: VaultConfig = field(default_factory=VaultConfig)
     parsers: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_PARSER_MAP))
@@ -215,6 +228,7 @@ class Config:
     """Named sources indexed beside the vault (``[[sources]]`` and sources.toml)."""
     answer: AnswerConfig = field(default_factory=AnswerConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
+    store: StoreConfig = field(default_factory=StoreConfig)
     source: str = "built-in defaults"
     """Where this configuration came from, for status output and error messages."""
     flags: tuple[str, ...] = ()
@@ -231,7 +245,7 @@ class Config:
 
 _SECTIONS = (
     "vault", "index", "chunking", "embedding", "keyword", "search", "watch", "sessions", "reports",
-    "writes", "answer", "server",
+    "writes", "answer", "server", "store",
 )  # fmt: skip
 _TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
 
@@ -519,6 +533,16 @@ def _validate_toolbox(cfg: Config) -> None:
             folder,
             "must be a folder inside the vault, e.g. 'rag-reports'",
         )
+    st = cfg.store
+    _require(
+        st.backend in ("local", "milvus"), "store.backend", st.backend, "allowed: local, milvus"
+    )
+    _require(
+        st.backend == "local" or bool(st.uri.strip()),
+        "store.uri",
+        st.uri,
+        'store.backend = "milvus" needs a uri (a .db file or http://host:19530)',
+    )
     r = cfg.reports
     _require(r.render_timeout > 0, "reports.render_timeout", r.render_timeout,
              "must be a positive number of seconds")  # fmt: skip

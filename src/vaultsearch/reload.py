@@ -35,6 +35,16 @@ def flat_config(config: Config) -> dict[str, Any]:
     return out
 
 
+SECRET_KEYS = frozenset({"store.token"})
+"""Settings whose value is a credential: shown as set or not, never printed or served."""
+
+
+def shown_config(config: Config) -> dict[str, Any]:
+    """``flat_config`` for people and pages: a secret reads ``(set)``."""
+    flat = flat_config(config)
+    return {k: ("(set)" if k in SECRET_KEYS and v else v) for k, v in flat.items()}
+
+
 def rebuild_keys(config: Config) -> list[str]:
     """The keys of this config whose change forces a rebuild of the index."""
     return [k for k in flat_config(config) if is_recorded(k)]

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from vaultsearch.request import SearchRequest, VaultTerms
     from vaultsearch.search.orchestrator import QueryOrchestrator
     from vaultsearch.searchanswer import SearchAnswer
+    from vaultsearch.store.milvus.writer import PushSummary
 
 
 def write_error(index_dir: Path) -> str | None:
@@ -65,6 +66,8 @@ class Vault:
         self._manager: IndexManager | None = None
         self._runner: IndexRunner | None = None
         self._lock = threading.Lock()
+        self.last_push: PushSummary | None = None
+        """What the last index run pushed to a Milvus store (``store.backend``)."""
 
     @classmethod
     def open(
@@ -161,7 +164,17 @@ class Vault:
         summary = self.manager().update(full=full, progress=progress, source=source, reason=reason)
         if self._orchestrator is not None:
             self._orchestrator.refresh()
+        if self.config.store.backend == "milvus":
+            self.last_push = self.push()
         return summary
+
+    def push(self, uri: str | None = None, full: bool = False) -> PushSummary:
+        """Hand the published index to a Milvus store (``store.uri`` unless ``uri``):
+        only the rows that changed, with the catalog's vectors; nothing is embedded."""
+        from vaultsearch.store.milvus.push import push
+        from vaultsearch.store.milvus.target import MilvusTarget
+
+        return push(self, MilvusTarget.from_config(self.config, uri), full)
 
     def check(self) -> IndexCheck:
         return self.manager().check()

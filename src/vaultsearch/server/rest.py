@@ -34,7 +34,7 @@ from vaultsearch.errors import (
 from vaultsearch.indexing.overview import file_counts
 from vaultsearch.indexing.runner import IndexRunner, RunKind, RunSnapshot, shown_run
 from vaultsearch.models import Hit
-from vaultsearch.reload import ConfigFollower, flat_config, rebuild_keys
+from vaultsearch.reload import ConfigFollower, rebuild_keys, shown_config
 from vaultsearch.request import SearchRequest
 from vaultsearch.search.extractive import Answer, extractive_answer
 from vaultsearch.searchanswer import lines_reader
@@ -181,7 +181,7 @@ def status(ctx: ControlContext) -> dict[str, Any]:
     if st.get("last_indexed"):
         out["last_indexed"] = st["last_indexed"]
     out["model"] = st.get("model") or model_id(vault.config.embedding.model)
-    out["config"] = flat_config(vault.config)
+    out["config"] = shown_config(vault.config)
     out["rebuild_keys"] = rebuild_keys(vault.config)
     return out
 

@@ -1,0 +1,56 @@
+"""The command line of a Milvus store: ``push``, and ``--store-uri`` for ``search``,
+``get`` and ``status``, which then need no vault and no local index."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vaultsearch.store.milvus.reader import MilvusReader
+
+
+def store_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--store-uri",
+        metavar="URI",
+        help="read a Milvus store instead of a local index (a .db file or http://host:19530)",
+    )
+    p.add_argument("--collection", help="the store's collection prefix (default: store.collection)")
+
+
+def add_milvus_commands(sub: Any, common: Callable[..., None], push: Callable[..., int]) -> None:
+    p = sub.add_parser("push", help="copy the vault's index into a Milvus store, embedding nothing")
+    common(p)
+    p.add_argument("--to", metavar="URI", help="the Milvus store (default: store.uri)")
+    p.add_argument("--collection", help="the collection prefix (default: store.collection)")
+    p.add_argument("--full", action="store_true", help="build a new generation, then switch to it")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=push)
+
+
+def reader_of(args: argparse.Namespace) -> MilvusReader:
+    from vaultsearch.config import load_config
+    from vaultsearch.embedding import Embedder
+    from vaultsearch.store.milvus.reader import MilvusReader
+    from vaultsearch.store.milvus.target import MilvusTarget
+
+    config = load_config(args.config, None, tuple(getattr(args, "set", None) or ()))
+    target = MilvusTarget.from_config(config, args.store_uri, args.collection)
+    return MilvusReader(target, config, Embedder.shared(config.embedding))
+
+
+def print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def get_from_store(args: argparse.Namespace) -> int:
+    if not args.spec:
+        from vaultsearch.errors import QueryError
+
+        raise QueryError("Name the note to read from the Milvus store: its PATH.")
+    reader = reader_of(args)
+    print_json([reader.get(spec) for spec in args.spec])
+    return 0

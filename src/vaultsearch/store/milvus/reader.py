@@ -1,0 +1,419 @@
+"""The read side: a search over Milvus alone, no vault files and no local index.
+
+Milvus retrieves each branch (BM25 over the analysed terms, the dense vectors, the best
+sentence of each retrieved chunk, the cosines that complete a note only the keyword
+branch found) with the filters as one boolean expression, and vaultsearch fuses them
+with the same ``ranking.fuse`` the local store runs: convex fusion with the configured
+weights, graph boost from the stored neighbours, recency. Milvus's own
+``hybrid_search`` (RRF over dense + BM25) is ``fusion="milvus-rrf"``: one round trip,
+no sentence branch and no boosts.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from vaultsearch.config import Config
+from vaultsearch.embedding import Embedder
+from vaultsearch.errors import IndexIncompatibleError, QueryError
+from vaultsearch.models import Hit, SearchHits
+from vaultsearch.search.confidence import Evidence, confidence, coverage
+from vaultsearch.search.filters import NoteMeta, SearchFilters
+from vaultsearch.search.orchestrator import MAX_TOP_K, MODES, _described, _kind, merge_chunks
+from vaultsearch.search.query import parse_query, words
+from vaultsearch.search.ranking import FusionSettings, complete, fuse
+from vaultsearch.search.snippets import make_snippet
+from vaultsearch.store.catalog import ChunkRow
+from vaultsearch.store.milvus.client import connect, engine_errors
+from vaultsearch.store.milvus.expressions import expression, ids_in, literal
+from vaultsearch.store.milvus.live import live_manifest, load
+from vaultsearch.store.milvus.schema import CHUNK_OUTPUT, analysed, collection
+from vaultsearch.store.milvus.target import MilvusTarget
+
+MAX_LIMIT = 16_384
+"""Milvus's largest ``limit`` (topk)."""
+
+
+@dataclass
+class _View:
+    """What ``fuse`` reads (``ranking.FusionView``), for the notes this query met."""
+
+    notes: dict[int, NoteMeta] = field(default_factory=dict)
+    note_of_chunk: dict[int, int] = field(default_factory=dict)
+    note_by_path: dict[str, int] = field(default_factory=dict)
+    rows: dict[int, dict[str, Any]] = field(default_factory=dict)
+    first: dict[int, int] = field(default_factory=dict)
+
+    def first_chunks(self, note_id: int) -> list[int]:
+        return [self.first[note_id]] if note_id in self.first else []
+
+    def add_chunk(self, row: Mapping[str, Any]) -> None:
+        cid, nid = int(row["id"]), int(row["note_id"])
+        self.rows[cid] = dict(row)
+        self.note_of_chunk[cid] = nid
+        if nid not in self.notes:
+            self.add_note(nid, row)
+
+    def add_note(self, nid: int, meta: Mapping[str, Any]) -> None:
+        self.notes[nid] = NoteMeta(
+            nid, meta["path"], meta["title"], tuple(meta.get("tags") or ()),
+            meta.get("frontmatter") or {}, float(meta["date"]), meta.get("source") or "",
+            meta.get("kind") or "note", meta.get("language") or "",
+        )  # fmt: skip
+        self.note_by_path[meta["path"]] = nid
+
+
+class MilvusReader:
+    def __init__(self, target: MilvusTarget, config: Config, embedder: Embedder) -> None:
+        self.target = target
+        self.config = config
+        self.embedder = embedder
+        self.client = connect(target)
+        self.last_timings: dict[str, float] = {}
+
+    @classmethod
+    def open(
+        cls,
+        uri: str,
+        collection: str = "",
+        token: str = "",
+        config: str | os.PathLike[str] | Config | None = None,
+    ) -> MilvusReader:
+        """A reader from the URI alone: the Python counterpart of ``--store-uri``."""
+        from vaultsearch.config import load_config
+
+        cfg = load_config(config)
+        return cls(MilvusTarget.build(uri, token, collection), cfg, Embedder.shared(cfg.embedding))
+
+    def manifest(self) -> dict[str, Any]:
+        """Resolved at every query: a writer's alias switch is seen at the next one."""
+        with engine_errors(self.target):
+            manifest = live_manifest(self.client, self.target)
+            load(self.client, manifest["generation"])
+        return manifest
+
+    def _check_model(self, manifest: dict[str, Any]) -> None:
+        embedding = manifest.get("embedding") or {}
+        if embedding.get("key") != self.embedder.cache_key:
+            raise IndexIncompatibleError(
+                f"The Milvus store {self.target.shown()} was built with the embedding model "
+                f"'{embedding.get('key')}', and this client embeds with "
+                f"'{self.embedder.cache_key}'.",
+                fix=f"set embedding.model = '{embedding.get('model')}' (same runtime and "
+                "weights) to search it; keyword search (--mode keyword) works meanwhile",
+            )
+
+    # --- search -------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        top_k: int = 10,
+        mode: str = "hybrid",
+        filters: SearchFilters | None = None,
+        fusion: str = "vaultsearch",
+    ) -> SearchHits:
+        if mode not in MODES:
+            raise QueryError(f"Unknown search mode {mode!r}; use one of: {', '.join(MODES)}.")
+        if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= MAX_TOP_K:
+            raise QueryError(f"top_k must be a whole number from 1 to {MAX_TOP_K}, got {top_k!r}.")
+        parsed = parse_query(query)
+        filters = (filters or SearchFilters()).with_query(parsed.tags, parsed.paths)
+        if parsed.empty and not parsed.text:
+            return SearchHits()
+        manifest = self.manifest()
+        if mode != "keyword":
+            self._check_model(manifest)
+        gen = manifest["generation"]
+        stemming = bool((manifest.get("keyword") or {}).get("stemming", True))
+        expr = expression(filters)
+        k = min(max(self.config.search.candidates, top_k * 4), MAX_LIMIT)
+        view = _View()
+        branches: dict[str, list[tuple[int, float]]] = {}
+        extra: dict[str, list[tuple[int, float]]] = {}
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        with engine_errors(self.target, collection(gen, "chunks")):
+            terms = " ".join(
+                analysed(w, stemming)
+                for w in (*parsed.keyword_terms, *(w for p in parsed.phrases for w in p))
+            ).strip()
+            keyword_on = mode in ("hybrid", "keyword") and bool(terms)
+            semantic_on = mode in ("hybrid", "semantic")
+            vector = None
+            if semantic_on:
+                vector = self.embedder.embed_query(parsed.text or " ".join(parsed.highlight_terms))
+                if vector.shape[0] != int((manifest.get("embedding") or {}).get("dimension", 0)):
+                    raise IndexIncompatibleError(
+                        f"The embedding model answered {vector.shape[0]}-dimensional vectors, "
+                        "but the Milvus store holds vectors of another dimension.",
+                        fix="search with the model the store was built with",
+                    )
+            if fusion == "milvus-rrf" and keyword_on and vector is not None:
+                branches["hybrid"] = self._milvus_rrf(gen, terms, vector, k, expr, view)
+            else:
+                if keyword_on:
+                    branches["keyword"] = self._ann(gen, "sparse", terms, k, expr, view)
+                if vector is not None:
+                    branches["semantic"] = self._ann(gen, "dense", vector.tolist(), k, expr, view)
+                if vector is not None and "keyword" in branches:
+                    extra["semantic"] = self._completion(gen, branches, vector, view)
+                if (
+                    vector is not None
+                    and manifest.get("sentences")
+                    and self.config.search.sentence_weight
+                ):
+                    found = list({c for b in branches.values() for c, _ in b})
+                    branches["sentences"] = self._sentences(gen, found, vector)
+            banned = self._banned(gen, parsed.excluded, view, stemming)
+            timings["retrieve"] = time.perf_counter() - t
+            if extra:
+                branches = complete(branches, extra, view.note_of_chunk)
+            settings = FusionSettings.from_config(self.config.search, mode)
+            if fusion == "milvus-rrf":
+                settings = FusionSettings(method="rrf", weights={"hybrid": 1.0})
+            graph = self._neighbours(gen, view, expr) if settings.graph_share > 0 else {}
+            ranked = fuse(
+                branches, view, settings, time.time(),
+                neighbours=(lambda p: graph.get(p, [])) if graph else None,
+                banned=banned, name=parsed.text,
+            )  # fmt: skip
+            if filters.min_score is not None:
+                ranked = [c for c in ranked if c.score >= filters.min_score]
+            ranked = ranked[:top_k]
+            self._fill_rows(
+                gen, [c.chunks[0] for c in ranked if c.chunks[0] not in view.rows], view
+            )
+        self.last_timings = timings
+        return SearchHits(self._hits(parsed, view, ranked, branches))
+
+    def _ann(
+        self, gen: str, field_: str, data: Any, k: int, expr: str, view: _View
+    ) -> list[tuple[int, float]]:
+        res = self.client.search(
+            collection(gen, "chunks"), data=[data], anns_field=field_, limit=k,
+            filter=expr, output_fields=list(CHUNK_OUTPUT),
+        )  # fmt: skip
+        out = []
+        for hit in res[0]:
+            view.add_chunk({"id": hit["id"], **hit["entity"]})
+            out.append(
+                (
+                    int(hit["id"]),
+                    abs(float(hit["distance"])) if field_ == "sparse" else float(hit["distance"]),
+                )
+            )
+        return out
+
+    def _milvus_rrf(
+        self, gen: str, terms: str, vector: np.ndarray, k: int, expr: str, view: _View
+    ) -> list[tuple[int, float]]:
+        from vaultsearch.store.milvus.client import milvus_module
+
+        m = milvus_module()
+        reqs = [
+            m.AnnSearchRequest(
+                data=[vector.tolist()], anns_field="dense", param={}, limit=k, expr=expr or None
+            ),
+            m.AnnSearchRequest(
+                data=[terms], anns_field="sparse", param={}, limit=k, expr=expr or None
+            ),
+        ]
+        res = self.client.hybrid_search(
+            collection(gen, "chunks"), reqs, ranker=m.RRFRanker(self.config.search.rrf_k),
+            limit=k, output_fields=list(CHUNK_OUTPUT),
+        )  # fmt: skip
+        out = []
+        for hit in res[0]:
+            view.add_chunk({"id": hit["id"], **hit["entity"]})
+            out.append((int(hit["id"]), float(hit["distance"])))
+        return out
+
+    def _completion(
+        self,
+        gen: str,
+        branches: dict[str, list[tuple[int, float]]],
+        vector: np.ndarray,
+        view: _View,
+    ) -> list[tuple[int, float]]:
+        """Cosines of every chunk of the notes only the keyword branch found."""
+        seen = {view.note_of_chunk[c] for c, _ in branches.get("semantic", [])}
+        only = sorted({view.note_of_chunk[c] for c, _ in branches["keyword"]} - seen)
+        if not only:
+            return []
+        res = self.client.search(
+            collection(gen, "chunks"), data=[vector.tolist()], anns_field="dense",
+            limit=MAX_LIMIT, filter=ids_in("note_id", only), output_fields=list(CHUNK_OUTPUT),
+        )  # fmt: skip
+        out = []
+        for hit in res[0]:
+            view.add_chunk({"id": hit["id"], **hit["entity"]})
+            out.append((int(hit["id"]), float(hit["distance"])))
+        return out
+
+    def _sentences(
+        self, gen: str, chunks: list[int], vector: np.ndarray
+    ) -> list[tuple[int, float]]:
+        if not chunks:
+            return []
+        res = self.client.search(
+            collection(gen, "sentences"), data=[vector.tolist()], anns_field="dense",
+            limit=MAX_LIMIT, filter=ids_in("chunk_id", sorted(chunks)), output_fields=["chunk_id"],
+        )  # fmt: skip
+        best: dict[int, float] = {}
+        for hit in res[0]:
+            cid, score = int(hit["entity"]["chunk_id"]), float(hit["distance"])
+            if score > best.get(cid, -2.0):
+                best[cid] = score
+        return sorted(best.items(), key=lambda x: (-x[1], x[0]))
+
+    def _banned(self, gen: str, excluded: Iterable[str], view: _View, stemming: bool) -> set[int]:
+        """Notes among the candidates holding a ``-word``, as the local keyword match."""
+        stems = [s for w in excluded for s in analysed(w, stemming).split()]
+        notes = sorted(set(view.note_of_chunk.values()))
+        if not stems or not notes:
+            return set()
+        expr = (
+            ids_in("note_id", notes)
+            + " and "
+            + " or ".join(f"TEXT_MATCH(terms, {literal([s])[1:-1]})" for s in stems)
+        )
+        rows = self.client.query(
+            collection(gen, "chunks"), filter=f"({expr})", output_fields=["note_id"]
+        )
+        return {int(r["note_id"]) for r in rows}
+
+    def _neighbours(self, gen: str, view: _View, expr: str) -> dict[str, list[str]]:
+        """Each candidate note's neighbours; those the filters allow enter the view with
+        their first chunk (a neighbour the query did not retrieve can still be boosted)."""
+        ids = sorted(view.notes)
+        if not ids:
+            return {}
+        rows = self.client.query(
+            collection(gen, "notes"), filter=ids_in("id", ids), output_fields=["path", "neighbours"]
+        )
+        graph = {r["path"]: list(r["neighbours"] or []) for r in rows}
+        wanted = sorted({p for ns in graph.values() for p in ns} - set(view.note_by_path))
+        for start in range(0, len(wanted), 1000):
+            where = f"path in {literal(wanted[start : start + 1000])}"
+            found = self.client.query(
+                collection(gen, "chunks"), filter=f"({where}) and ({expr})" if expr else where,
+                output_fields=list(CHUNK_OUTPUT),
+            )  # fmt: skip
+            for r in sorted(found, key=lambda r: (r["ordinal"], r["id"]), reverse=True):
+                view.first[int(r["note_id"])] = int(r["id"])
+                view.add_chunk(r)
+        return graph
+
+    def _fill_rows(self, gen: str, ids: list[int], view: _View) -> None:
+        if ids:
+            for r in self.client.query(collection(gen, "chunks"), filter=ids_in("id", ids),
+                                       output_fields=list(CHUNK_OUTPUT)):  # fmt: skip
+                view.add_chunk(r)
+
+    def _hits(
+        self, parsed: Any, view: _View, ranked: list[Any], branches: dict[str, Any]
+    ) -> list[Hit]:
+        """As the local orchestrator's hits; confidence weighs every query word alike
+        (Milvus does not expose document frequencies)."""
+        limit = self.config.search.max_chunks_per_note
+        terms = parsed.highlight_terms
+        floor = min((s for _, s in branches.get("semantic", [])), default=None)
+        stemmer = _stem
+        weights = {
+            stemmer(w): 1.0
+            for w in (*parsed.keyword_terms, *(w for p in parsed.phrases for w in p))
+        }
+        meta_keys = {k.lower() for k in (*self.config.keyword.frontmatter_fields, "aliases")}
+        hits = []
+        for c in ranked:
+            note = view.notes[c.note_id]
+            groups = merge_chunks(
+                [_chunk(view.rows[i]) for i in c.chunks[:limit] if i in view.rows]
+            )
+            if not groups:
+                continue
+            best = groups[0]
+            row = view.rows[best.id]
+            snippet = make_snippet(best.text, terms, stemmer=stemmer)
+            found = {stemmer(w) for w in set(words(_described(note, best.text, meta_keys)))}
+            sem = next((p.raw for p in c.explain.branches if p.branch == "semantic"), floor)
+            conf = confidence(Evidence(sem, coverage(weights, found)))
+            hits.append(
+                Hit(
+                    path=note.path, title=note.title, heading_path=" > ".join(best.heading_path),
+                    start_line=best.start_line, end_line=best.end_line, snippet=snippet.text,
+                    score=c.score, chunk_id=best.id, explain=None, highlights=snippet.highlights,
+                    confidence=conf, source=note.source, kind=_kind(note.kind),
+                    language=note.language, qualified_name=row.get("qualified_name") or "",
+                    node_type=row.get("node_type") or "", page=int(row.get("page") or 0),
+                )
+            )  # fmt: skip
+        return hits
+
+    # --- get and status -----------------------------------------------------------
+    def get(self, path: str) -> dict[str, Any]:
+        """A note's chunks in order, as Milvus holds them: its text without the file."""
+        manifest = self.manifest()
+        gen = manifest["generation"]
+        with engine_errors(self.target):
+            rows = self.client.query(
+                collection(gen, "chunks"), filter=f"path == {literal([path])[1:-1]}",
+                output_fields=list(CHUNK_OUTPUT),
+            )  # fmt: skip
+        if not rows:
+            raise QueryError(f"The Milvus store {self.target.shown()} has no note {path!r}.")
+        rows.sort(key=lambda r: (r["ordinal"], r["id"]))
+        first = rows[0]
+        return {
+            "path": path, "title": first["title"], "tags": list(first["tags"] or []),
+            "frontmatter": first["frontmatter"], "source": first["source"], "kind": first["kind"],
+            "chunks": [
+                {"heading_path": " > ".join(json.loads(r["heading_path"])),
+                 "start_line": r["start_line"], "end_line": r["end_line"], "text": r["text"]}
+                for r in rows
+            ],
+        }  # fmt: skip
+
+    def status(self) -> dict[str, Any]:
+        manifest = self.manifest()
+        embedding = manifest.get("embedding") or {}
+        return {
+            "store": "milvus",
+            "uri": self.target.uri,
+            "collection": self.target.prefix,
+            "generation": manifest["generation"],
+            **(manifest.get("counts") or {}),
+            "model": embedding.get("model"),
+            "fingerprint": embedding.get("key"),
+            "dimension": embedding.get("dimension"),
+            "schema_version": manifest.get("schema_version"),
+            "chunking": manifest.get("chunking"),
+            "last_indexed": manifest.get("updated"),
+        }
+
+    def close(self) -> None:
+        self.client.close()
+
+
+@functools.lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    """A word as the BM25 terms hold it, so highlights agree with keyword search."""
+    return analysed(word).split(" ")[0] or word.lower()
+
+
+def _chunk(row: Mapping[str, Any]) -> ChunkRow:
+    return ChunkRow(
+        int(row["id"]), int(row["note_id"]), int(row["ordinal"]),
+        tuple(json.loads(row["heading_path"])),
+        int(row["start_line"]), int(row["end_line"]), int(row["start_char"]), int(row["end_char"]),
+        row["text"], row["embed_hash"], row.get("qualified_name") or "", row.get("node_type") or "",
+        int(row.get("page") or 0),
+    )  # fmt: skip

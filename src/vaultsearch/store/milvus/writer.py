@@ -1,0 +1,261 @@
+"""The write side: a local catalog's rows into Milvus, by id.
+
+``build`` fills a new generation and then switches the alias, the one step readers
+see: a build that fails or is killed before it leaves the alias where it was, and its
+half-filled collections are dropped by the next build. ``sync`` brings the live
+generation level with the catalog by upserting the rows whose digest differs and
+deleting the ids the catalog no longer has, so an edit costs its own rows; a manifest
+that no longer fits (another model, chunking or schema version) makes it a build.
+
+Vectors come from the catalog's embedding cache, never from the model. There is one
+writer per prefix; readers may be many.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from vaultsearch.errors import IndexIncompatibleError
+from vaultsearch.store.catalog import Catalog
+from vaultsearch.store.graph import build_graph, neighbours
+from vaultsearch.store.milvus.client import connect, engine_errors
+from vaultsearch.store.milvus.live import current_generation, load, read_manifest
+from vaultsearch.store.milvus.schema import (
+    PARTS,
+    chunk_row,
+    collection,
+    create_generation,
+    generation_name,
+    generation_number,
+    note_fields,
+    note_row,
+)
+from vaultsearch.store.milvus.target import MilvusTarget
+
+BATCH = 500
+SHAPING = ("schema_version", "embedding", "chunking", "keyword", "sentences")
+"""What a generation's rows depend on: when any of it differs, sync builds anew."""
+
+
+@dataclass(frozen=True, slots=True)
+class LocalIndex:
+    """What the writer reads: a catalog and what shaped it (its manifest)."""
+
+    catalog: Catalog
+    embedding_key: str
+    dimension: int
+    stemming: bool
+    sentences: bool
+    manifest: dict[str, Any]
+
+
+@dataclass(slots=True)
+class PushSummary:
+    uri: str
+    generation: str = ""
+    rebuilt: bool = False
+    chunks: int = 0
+    notes: int = 0
+    sentences: int = 0
+    upserted_chunks: int = 0
+    deleted_chunks: int = 0
+    upserted_notes: int = 0
+    deleted_notes: int = 0
+    upserted_sentences: int = 0
+    embedded: int = 0
+    """Texts sent to a model: always 0, the vectors come from the catalog."""
+    seconds: float = 0.0
+    dropped: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class MilvusWriter:
+    def __init__(self, target: MilvusTarget) -> None:
+        self.target = target
+        self.client = connect(target, create=True)
+
+    def push(
+        self, local: LocalIndex, full: bool = False, before_switch: Callable[[], None] | None = None
+    ) -> PushSummary:
+        """``sync`` into the live generation, or ``build`` a new one when there is none,
+        it was shaped otherwise, or ``full``."""
+        started = time.perf_counter()
+        with engine_errors(self.target):
+            live = current_generation(self.client, self.target.prefix)
+            manifest = read_manifest(self.client, self.target) if live else None
+            shaped = {k: local.manifest.get(k) for k in SHAPING}
+            fits = manifest is not None and {k: manifest.get(k) for k in SHAPING} == shaped
+            if full or live is None or not fits:
+                summary = self._build(local, before_switch)
+            else:
+                load(self.client, live)
+                summary = self._sync(local, live)
+        summary.seconds = round(time.perf_counter() - started, 3)
+        return summary
+
+    # --- build ------------------------------------------------------------------
+    def _build(self, local: LocalIndex, before_switch: Callable[[], None] | None) -> PushSummary:
+        prefix = self.target.prefix
+        existing = self.client.list_collections()
+        numbers = [n for c in existing if (n := generation_number(prefix, c)) is not None]
+        generation = generation_name(prefix, max(numbers, default=0) + 1)
+        create_generation(self.client, generation, local.dimension)
+        summary = self._sync(local, generation, fresh=True)
+        summary.rebuilt = True
+        if before_switch is not None:
+            before_switch()
+        previous = current_generation(self.client, prefix)
+        alias_target = collection(generation, "manifest")
+        if prefix in self.client.list_aliases().get("aliases", []):
+            self.client.alter_alias(collection_name=alias_target, alias=prefix)
+        else:
+            self.client.create_alias(collection_name=alias_target, alias=prefix)
+        summary.dropped = self._drop_superseded(generation, previous)
+        return summary
+
+    def _drop_superseded(self, live: str, previous: str | None) -> list[str]:
+        """Every generation but the live one and the one the alias named before: a
+        reader that resolved the alias just before the switch still finds its
+        collections. A killed build's leftovers are neither, so they go too."""
+        prefix = self.target.prefix
+        keep = {live, previous}
+        dropped = []
+        for name in self.client.list_collections():
+            n = generation_number(prefix, name)
+            if n is not None and generation_name(prefix, n) not in keep:
+                self.client.drop_collection(name)
+                dropped.append(name)
+        return sorted(dropped)
+
+    # --- sync -------------------------------------------------------------------
+    def _sync(self, local: LocalIndex, generation: str, fresh: bool = False) -> PushSummary:
+        catalog = local.catalog
+        summary = PushSummary(uri=self.target.uri, generation=generation)
+        names = {part: collection(generation, part) for part in PARTS}
+        notes = catalog.notes()
+        fields = {n.id: note_fields(n) for n in notes}
+        chunks = catalog.chunks()
+        rows = {c.id: chunk_row(c, fields[c.note_id], local.stemming) for c in chunks}
+        stored = {} if fresh else self._digests(names["chunks"], ("digest", "embed_hash"))
+        changed = [
+            cid for cid, row in rows.items() if stored.get(cid, {}).get("digest") != row["digest"]
+        ]
+        removed = [cid for cid in stored if cid not in rows]
+        new_text = [
+            cid
+            for cid in changed
+            if stored.get(cid, {}).get("embed_hash") != rows[cid]["embed_hash"]
+        ]
+        self._require_vectors(local, [rows[c]["embed_hash"] for c in changed])
+        for part in _batches(changed):
+            vectors = catalog.vectors_by_ids(local.embedding_key, local.dimension, part)
+            data = [rows[cid] | {"dense": vectors[i].tolist()} for i, cid in enumerate(part)]
+            self.client.upsert(names["chunks"], data)
+        for part in _batches(removed):
+            self.client.delete(names["chunks"], ids=part)
+        if not fresh:
+            gone = [c for c in stored if c in set(new_text) or c not in rows]
+            for part in _batches(gone):
+                self.client.delete(names["sentences"], filter=f"chunk_id in {part}")
+        if local.sentences:
+            for part in _batches(new_text):
+                ids, vecs = catalog.sentence_vectors(local.embedding_key, local.dimension, part)
+                data = [
+                    {"id": int(sid), "chunk_id": int(sid) >> _sentence_shift(), "dense": v.tolist()}
+                    for sid, v in zip(ids, vecs, strict=True)
+                ]
+                for piece in _batches(data, BATCH * 4):
+                    self.client.upsert(names["sentences"], piece)
+                summary.upserted_sentences += len(data)
+        summary.upserted_notes, summary.deleted_notes = self._sync_notes(
+            catalog, names["notes"], fresh, chunks
+        )
+        summary.upserted_chunks, summary.deleted_chunks = len(changed), len(removed)
+        summary.chunks, summary.notes = len(rows), len(notes)
+        summary.sentences = _count(self.client, names["sentences"])
+        manifest = {
+            **{k: local.manifest.get(k) for k in SHAPING},
+            "generation": generation,
+            "counts": {
+                "notes": len(notes),
+                "chunks": len(rows),
+                "sentences": summary.sentences,
+                "links": catalog.count("links"),
+            },
+            "updated": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        self.client.upsert(names["manifest"], [{"id": 1, "manifest": manifest, "pad": [1.0, 0.0]}])
+        return summary
+
+    def _sync_notes(
+        self, catalog: Catalog, name: str, fresh: bool, chunks: Sequence[Any]
+    ) -> tuple[int, int]:
+        """The notes collection holds each note's neighbours (out- and backlinks) for the
+        graph boost; an edit changes the rows of the notes whose neighbours moved too,
+        which the digests find."""
+        notes = catalog.notes()
+        graph = build_graph(notes, catalog.links())
+        first: dict[int, tuple[int, int]] = {}
+        for c in chunks:
+            if c.note_id not in first or (c.ordinal, c.id) < first[c.note_id]:
+                first[c.note_id] = (c.ordinal, c.id)
+        rows = {
+            n.id: note_row(n, neighbours(graph, n.path), first.get(n.id, (0, 0))[1]) for n in notes
+        }
+        stored = {} if fresh else self._digests(name, ("digest",))
+        changed = [
+            nid for nid, r in rows.items() if stored.get(nid, {}).get("digest") != r["digest"]
+        ]
+        removed = [nid for nid in stored if nid not in rows]
+        for part in _batches(changed):
+            self.client.upsert(name, [rows[n] for n in part])
+        for part in _batches(removed):
+            self.client.delete(name, ids=part)
+        return len(changed), len(removed)
+
+    def _digests(self, name: str, fields: tuple[str, ...]) -> dict[int, dict[str, Any]]:
+        out: dict[int, dict[str, Any]] = {}
+        it = self.client.query_iterator(name, batch_size=4096, filter="id >= 0",
+                                        output_fields=list(fields))  # fmt: skip
+        try:
+            while page := it.next():
+                for r in page:
+                    out[int(r["id"])] = r
+        finally:
+            it.close()
+        return out
+
+    def _require_vectors(self, local: LocalIndex, hashes: Iterable[str]) -> None:
+        wanted = set(hashes)
+        have = local.catalog.cached_hashes(local.embedding_key, wanted)
+        missing = len(wanted - have)
+        if missing:
+            raise IndexIncompatibleError(
+                f"{missing} chunk texts have no vector of {local.embedding_key} in the local "
+                "catalog, and a push never embeds.",
+                fix="run 'vaultsearch index' on the vault first, then push again",
+            )
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _sentence_shift() -> int:
+    from vaultsearch.store.catalog import SENTENCE_BITS
+
+    return SENTENCE_BITS
+
+
+def _batches(items: Sequence[Any], size: int = BATCH) -> list[list[Any]]:
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]
+
+
+def _count(client: Any, name: str) -> int:
+    rows = client.query(name, filter="", output_fields=["count(*)"])
+    return int(rows[0]["count(*)"]) if rows else 0
