@@ -35,7 +35,7 @@ from judged_set import load_judged
 from vaultsearch.beir import prepare_vault
 from vaultsearch.config import load_config
 from vaultsearch.evaluation import load_qrels, load_queries, ndcg_at_k, recall_at_k
-from vaultsearch.store.milvus.reader import MilvusReader
+from vaultsearch.search.milvus_reader import MilvusReader
 from vaultsearch.store.milvus.target import MilvusTarget
 
 MODES = ("keyword", "semantic", "hybrid")

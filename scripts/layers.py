@@ -44,6 +44,8 @@ LAYER_OF: dict[str, str] = {
     "vaultsearch.validtext": "base",
     "vaultsearch.vaultpaths": "base",
     "vaultsearch.uris": "base",
+    "vaultsearch.milvus_push": "application",
+    "vaultsearch.cli_milvus": "clients",
     "vaultsearch.request": "search",
     "vaultsearch.searchanswer": "application",
     "vaultsearch.listeners": "base",

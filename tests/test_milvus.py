@@ -28,8 +28,8 @@ from vaultsearch.errors import (
     VaultsearchError,
 )
 from vaultsearch.search.filters import Scope, SearchFilters
+from vaultsearch.search.milvus_reader import MilvusReader
 from vaultsearch.store.milvus.client import MilvusStoreError, connect
-from vaultsearch.store.milvus.reader import MilvusReader
 from vaultsearch.store.milvus.target import MilvusTarget
 from vaultsearch.vault import Vault
 
@@ -228,7 +228,7 @@ def test_push_embeds_nothing_and_a_reader_needs_only_the_uri(
 KILLED_PUSH = """
 import os, signal, sys
 from vaultsearch import Vault
-from vaultsearch.store.milvus.push import push
+from vaultsearch.milvus_push import push
 from vaultsearch.store.milvus.target import MilvusTarget
 
 vault = Vault.open(sys.argv[1])

@@ -102,7 +102,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 # --- Milvus store ---------------------------------------------------------------
 def cmd_push(args: argparse.Namespace) -> int:
-    from vaultsearch.store.milvus.push import push
+    from vaultsearch.milvus_push import push
     from vaultsearch.store.milvus.target import MilvusTarget
 
     vault = _open(args)

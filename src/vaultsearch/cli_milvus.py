@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from vaultsearch.store.milvus.reader import MilvusReader
+    from vaultsearch.search.milvus_reader import MilvusReader
 
 
 def store_args(p: argparse.ArgumentParser) -> None:
@@ -34,7 +34,7 @@ def add_milvus_commands(sub: Any, common: Callable[..., None], push: Callable[..
 def reader_of(args: argparse.Namespace) -> MilvusReader:
     from vaultsearch.config import load_config
     from vaultsearch.embedding import Embedder
-    from vaultsearch.store.milvus.reader import MilvusReader
+    from vaultsearch.search.milvus_reader import MilvusReader
     from vaultsearch.store.milvus.target import MilvusTarget
 
     config = load_config(args.config, None, tuple(getattr(args, "set", None) or ()))

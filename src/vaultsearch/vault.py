@@ -171,7 +171,7 @@ class Vault:
     def push(self, uri: str | None = None, full: bool = False) -> PushSummary:
         """Hand the published index to a Milvus store (``store.uri`` unless ``uri``):
         only the rows that changed, with the catalog's vectors; nothing is embedded."""
-        from vaultsearch.store.milvus.push import push
+        from vaultsearch.milvus_push import push
         from vaultsearch.store.milvus.target import MilvusTarget
 
         return push(self, MilvusTarget.from_config(self.config, uri), full)

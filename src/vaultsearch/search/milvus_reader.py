@@ -27,13 +27,13 @@ from vaultsearch.errors import IndexIncompatibleError, QueryError
 from vaultsearch.models import Hit, SearchHits
 from vaultsearch.search.confidence import Evidence, confidence, coverage
 from vaultsearch.search.filters import NoteMeta, SearchFilters
+from vaultsearch.search.milvus_expressions import expression, ids_in, literal
 from vaultsearch.search.orchestrator import MAX_TOP_K, MODES, _described, _kind, merge_chunks
 from vaultsearch.search.query import parse_query, words
 from vaultsearch.search.ranking import FusionSettings, complete, fuse
 from vaultsearch.search.snippets import make_snippet
 from vaultsearch.store.catalog import ChunkRow
 from vaultsearch.store.milvus.client import connect, engine_errors
-from vaultsearch.store.milvus.expressions import expression, ids_in, literal
 from vaultsearch.store.milvus.live import live_manifest, load
 from vaultsearch.store.milvus.schema import CHUNK_OUTPUT, analysed, collection
 from vaultsearch.store.milvus.target import MilvusTarget
