@@ -179,7 +179,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     request = SearchRequest(**values)
     if args.store_uri:  # a Milvus store: no vault, so passages are the stored chunks
         vault = None
-        answer = SearchAnswer(request, _search_store(args, values["where"] or {}))
+        answer = SearchAnswer(request, _search_store(args, request))
     else:
         vault = _open(args)
         answer = vault.search_answer(request)
@@ -229,16 +229,18 @@ def add_search_flags(p: argparse.ArgumentParser) -> None:
             p.add_argument(flag, help=help)
 
 
-def _search_store(args: argparse.Namespace, where: dict[str, Any]) -> Any:
+def _search_store(args: argparse.Namespace, request: Any) -> Any:
+    """The request against a Milvus store: its filters, as the local search takes them."""
     from vaultsearch.cli_milvus import reader_of
     from vaultsearch.search.filters import Scope, SearchFilters
 
-    scope = Scope.build(args.source, args.kind, args.path_prefix, args.file)
+    r = request
+    scope = Scope.build(r.sources, r.kinds, r.path_prefix, r.files)
     filters = SearchFilters.build(
-        tags=args.tag, folders=args.folder, after=args.after, before=args.before,
-        where=where or None, min_score=args.min_score, scope=scope,
+        tags=r.tags, folders=r.folders, after=r.after, before=r.before,
+        where=r.where, min_score=r.min_score, scope=scope,
     )  # fmt: skip
-    return reader_of(args).search(args.query, top_k=args.top_k, mode=args.mode, filters=filters)
+    return reader_of(args).search(r.query, top_k=r.top_k, mode=r.mode, filters=filters)
 
 
 def _parse_where(text: str) -> tuple[str, Any]:
