@@ -140,3 +140,19 @@ def test_incremental_links_and_graph_equal_resolving_and_building_everything(
     assert moved_elsewhere > 0, "no step moved a link of an unchanged note: nothing was tested"
     assert (compactions > 2) == (compact_min == 3), compactions
     assert any(p is not None for *_, p in stored) and any(p is None for *_, p in stored)
+
+
+def test_a_lost_delta_is_found_by_check_even_where_the_base_alone_agrees(
+    tmp_path: Path, embedder: object
+) -> None:
+    """Right after a build the delta is empty, so the base alone still gives the right
+    graph: the file the state recorded is missing all the same, and check says so."""
+    root = write_files(tmp_path / "vault", {"A.md": "# A\n\n[[B]]\n", "B.md": "# B\n\nhi\n"})
+    with Vault.open(root, index_dir=tmp_path / "index") as vault:
+        vault.index()
+        live = IndexLayout(tmp_path / "index").live
+        (live.root / "graph.delta.json").unlink()
+        report = vault.manager().verify()
+        assert "graph: graph.delta.json is missing" in report.problems
+        vault.manager().repair()
+        assert vault.manager().verify().ok

@@ -111,6 +111,9 @@ class GraphPart:
         }
 
     def check(self, catalog: Catalog, recorded: dict[str, Any]) -> list[str]:
+        for path, key in ((self.path, "graph_crc32"), (delta_path(self.path), "graph_delta_crc32")):
+            if recorded.get(key) is not None and not path.is_file():
+                return [f"graph: {path.name} is missing"]  # even where the base alone agrees
         try:
             stored = graph_data(load_graph(self.path))
         except Exception as exc:
