@@ -146,13 +146,22 @@ def test_a_lost_delta_is_found_by_check_even_where_the_base_alone_agrees(
     tmp_path: Path, embedder: object
 ) -> None:
     """Right after a build the delta is empty, so the base alone still gives the right
-    graph: the file the state recorded is missing all the same, and check says so."""
+    graph: a missing or changed delta is damage all the same, and check says so."""
     root = write_files(tmp_path / "vault", {"A.md": "# A\n\n[[B]]\n", "B.md": "# B\n\nhi\n"})
     with Vault.open(root, index_dir=tmp_path / "index") as vault:
         vault.index()
         live = IndexLayout(tmp_path / "index").live
-        (live.root / "graph.delta.json").unlink()
-        report = vault.manager().verify()
-        assert "graph: graph.delta.json is missing" in report.problems
+        delta = live.root / "graph.delta.json"
+        text = delta.read_text(encoding="utf-8")
+        delta.unlink()
+        assert "graph: graph.delta.json is missing" in vault.manager().verify().problems
         vault.manager().repair()
         assert vault.manager().verify().ok
+        live = IndexLayout(tmp_path / "index").live
+        delta = live.root / "graph.delta.json"
+        same_graph = delta.read_text(encoding="utf-8").replace('"nodes":2', '"nodes":3')
+        assert same_graph != delta.read_text(encoding="utf-8"), text
+        delta.unlink()
+        delta.write_text(same_graph, encoding="utf-8")  # parses, and gives the same graph
+        problems = vault.manager().verify().problems
+        assert "graph: graph.delta.json differs from the checksum the writer recorded" in problems

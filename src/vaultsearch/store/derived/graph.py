@@ -111,9 +111,8 @@ class GraphPart:
         }
 
     def check(self, catalog: Catalog, recorded: dict[str, Any]) -> list[str]:
-        for path, key in ((self.path, "graph_crc32"), (delta_path(self.path), "graph_delta_crc32")):
-            if recorded.get(key) is not None and not path.is_file():
-                return [f"graph: {path.name} is missing"]  # even where the base alone agrees
+        if (reason := self.damage(recorded)) is not None:
+            return [f"graph: {reason}"]  # also a change that leaves the same graph
         try:
             stored = graph_data(load_graph(self.path))
         except Exception as exc:
@@ -128,6 +127,8 @@ class GraphPart:
             return "graph.json is missing" if state.get("links") else None
         for path, key in ((self.path, "graph_crc32"), (delta_path(self.path), "graph_delta_crc32")):
             crc = state.get(key)
+            if crc is not None and not path.is_file():
+                return f"{path.name} is missing"
             if crc is not None and crc != file_crc32(path):
                 return f"{path.name} differs from the checksum the writer recorded"
         return None
