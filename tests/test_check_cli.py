@@ -93,7 +93,7 @@ def test_a_lost_graph_is_repaired(
     (GraphPart.location(IndexLayout(index_dir).live)).unlink()
     code, out = check(root, index_dir, capsys)
     assert code == 1
-    assert "graph: unreadable" in out
+    assert "graph: graph.json is missing" in out
     repair(root, index_dir, capsys)
 
 

@@ -65,7 +65,7 @@ class SearchRequest:
     min_similarity: float | None = field(
         default=None,
         metadata=_m(
-            "Drop hits whose confidence (0-1, the same scale in every mode) is below.",
+            "Drop hits below this confidence (0-1, any mode).",
             "--min-similarity",
             ge=0.0,
             le=1.0,
@@ -86,9 +86,7 @@ class SearchRequest:
     full_text: bool = field(
         default=False, metadata=_m("Whole passages, not snippets.", "--full-text")
     )
-    explain: bool = field(
-        default=False, metadata=_m("Add each branch's rank and score parts.", "--explain")
-    )
+    explain: bool = field(default=False, metadata=_m("Add score parts.", "--explain"))
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], what: str = "search") -> SearchRequest:

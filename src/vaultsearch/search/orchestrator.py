@@ -149,7 +149,8 @@ class QueryOrchestrator:
         retrieved, ranked, rewrites = self._ranked(snap, parsed, mode, depth, allowed_notes, notes)
         while len(ranked) < top_k and depth < DEEPEST:
             depth *= 4
-            grown = extend(ranked, self._ranked(snap, parsed, mode, depth, allowed_notes, notes)[1])
+            deeper = self._ranked(snap, parsed, mode, depth, allowed_notes, notes, rerank=False)
+            grown = extend(ranked, deeper[1])
             if len(grown) == len(ranked):
                 break
             ranked = grown
@@ -173,16 +174,20 @@ class QueryOrchestrator:
         depth: int,
         allowed_notes: set[int] | None,
         notes: list[str],
+        rerank: bool = True,
     ) -> tuple[Retrieved, list[Candidate], tuple[str, ...]]:
         """The whole ranking from ``depth`` chunks per branch. The depth is the same for
         every ``top_k``: a deeper retrieval adds candidates and so moves the ones already
-        found, and the first hits must not change with how many are asked for."""
+        found, and the first hits must not change with how many are asked for. A deeper
+        level only lengthens the page past notes already ranked (and reranked), so it
+        is not sent to the reranker again."""
         retrieved = self.retrieve(snap, parsed, mode, depth, allowed_notes)
         retrieved, settings, rewrites = self._expand(
             snap, parsed, retrieved, mode, depth, allowed_notes, notes
         )
         candidates = self.rank(snap, retrieved, mode, allowed_notes, settings)
-        return retrieved, self._rerank(snap, parsed, candidates, notes), rewrites
+        ranked = self._rerank(snap, parsed, candidates, notes) if rerank else candidates
+        return retrieved, ranked, rewrites
 
     def _expand(
         self,
