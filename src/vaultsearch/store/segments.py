@@ -18,6 +18,7 @@ import json
 import mmap
 import os
 import shutil
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,11 @@ import numpy as np
 
 from vaultsearch.errors import IndexCorruptError
 from vaultsearch.store.atomic import atomic_write_bytes, atomic_write_json, link_or_copy
+
+_HEADER_LOCK = threading.Lock()
+"""numpy reads a ``.npy`` header with ``ast.literal_eval``, and CPython 3.11's compiler
+is not safe to enter from two threads at once ("AST constructor recursion depth
+mismatch"): a hybrid search maps segments on its keyword thread and its own."""
 
 LIST_VERSION = 1
 SEGMENTS_FOLDER = "segments"
@@ -169,7 +175,8 @@ class Segment:
         assert self._folder is not None
         path = self.entry.files(self._folder)[n]
         _as_written(path, self.entry.sha256[n])
-        array = np.load(path, mmap_mode="r", allow_pickle=False)
+        with _HEADER_LOCK:
+            array = np.load(path, mmap_mode="r", allow_pickle=False)
         if len(array) != self.entry.rows:
             raise ValueError(f"{path.name}: {len(array)} rows, the list says {self.entry.rows}")
         return array
@@ -239,7 +246,7 @@ def open_segments(list_path: Path) -> tuple[SegmentList, list[Segment]]:
 
 def npy_shape(path: Path) -> tuple[int, ...]:
     """The shape a ``.npy`` header declares, read without the data."""
-    with path.open("rb") as fh:
+    with path.open("rb") as fh, _HEADER_LOCK:
         major, _ = np.lib.format.read_magic(fh)
         read = (
             np.lib.format.read_array_header_1_0
