@@ -55,6 +55,16 @@ class _View:
     def first_chunks(self, note_id: int) -> list[int]:
         return [self.first[note_id]] if note_id in self.first else []
 
+    def take(self, hits: Any, absolute: bool = False) -> list[tuple[int, float]]:
+        """Each hit's chunk row kept for display, and its (chunk id, score); ``absolute``
+        for BM25, whose distances Milvus reports signed."""
+        out = []
+        for hit in hits:
+            self.add_chunk({"id": hit["id"], **hit["entity"]})
+            score = float(hit["distance"])
+            out.append((int(hit["id"]), abs(score) if absolute else score))
+        return out
+
     def add_chunk(self, row: Mapping[str, Any]) -> None:
         cid, nid = int(row["id"]), int(row["note_id"])
         self.rows[cid] = dict(row)
@@ -201,16 +211,7 @@ class MilvusReader:
             collection(gen, "chunks"), data=[data], anns_field=field_, limit=k,
             filter=expr, output_fields=list(CHUNK_OUTPUT),
         )  # fmt: skip
-        out = []
-        for hit in res[0]:
-            view.add_chunk({"id": hit["id"], **hit["entity"]})
-            out.append(
-                (
-                    int(hit["id"]),
-                    abs(float(hit["distance"])) if field_ == "sparse" else float(hit["distance"]),
-                )
-            )
-        return out
+        return view.take(res[0], absolute=field_ == "sparse")
 
     def _milvus_rrf(
         self, gen: str, terms: str, vector: np.ndarray, k: int, expr: str, view: _View
@@ -230,11 +231,7 @@ class MilvusReader:
             collection(gen, "chunks"), reqs, ranker=m.RRFRanker(self.config.search.rrf_k),
             limit=k, output_fields=list(CHUNK_OUTPUT),
         )  # fmt: skip
-        out = []
-        for hit in res[0]:
-            view.add_chunk({"id": hit["id"], **hit["entity"]})
-            out.append((int(hit["id"]), float(hit["distance"])))
-        return out
+        return view.take(res[0])
 
     def _completion(
         self,
@@ -252,11 +249,7 @@ class MilvusReader:
             collection(gen, "chunks"), data=[vector.tolist()], anns_field="dense",
             limit=MAX_LIMIT, filter=ids_in("note_id", only), output_fields=list(CHUNK_OUTPUT),
         )  # fmt: skip
-        out = []
-        for hit in res[0]:
-            view.add_chunk({"id": hit["id"], **hit["entity"]})
-            out.append((int(hit["id"]), float(hit["distance"])))
-        return out
+        return view.take(res[0])
 
     def _sentences(
         self, gen: str, chunks: list[int], vector: np.ndarray
