@@ -66,6 +66,7 @@ from vaultsearch.store.manifest import (
     rebuild_scope,
     recorded_dimension,
 )
+from vaultsearch.store.runstate import RUN_NAME
 from vaultsearch.store.salvage import SalvagedEmbeddings
 from vaultsearch.store.vectors import normalize
 from vaultsearch.store.verify import CheckReport, verify_store
@@ -310,10 +311,11 @@ class IndexManager:
     def _remove_stale_temps(self) -> None:
         """A writer killed inside an atomic write leaves its temp file behind (FAISS's
         is as big as the index). The lock holder sweeps the temps of what only it
-        writes: everything in a generation, and its own files in the index folder. A
+        writes: everything in a generation, and its own files in the index folder
+        (``run.json`` too: a run records itself only once it holds the lock). A
         running server writes ``manager.json`` there without the lock; sweeping its
         temp mid-write made that server crash."""
-        owned = {self.layout.pointer.name, self.layout.manifest.name, SOURCES_STATE}
+        owned = {self.layout.pointer.name, self.layout.manifest.name, SOURCES_STATE, RUN_NAME}
         for tmp in self.layout.root.glob(".*.tmp"):
             if temp_target(tmp.name) in owned:
                 tmp.unlink(missing_ok=True)
