@@ -44,17 +44,17 @@ prepare_openmp()
 
 import faiss  # noqa: E402
 
-from vaultsearch.beir import prepare_vault  # noqa: E402
+from vaultsearch.app.beir import prepare_vault  # noqa: E402
+from vaultsearch.app.evaluation import evaluate, load_qrels, load_queries  # noqa: E402
+from vaultsearch.app.vault import Vault  # noqa: E402
 from vaultsearch.config import Config, load_config  # noqa: E402
 from vaultsearch.embedding import Embedder  # noqa: E402
-from vaultsearch.evaluation import evaluate, load_qrels, load_queries  # noqa: E402
 from vaultsearch.store import ann  # noqa: E402
 from vaultsearch.store.catalog import open_catalog_for_reading  # noqa: E402
 from vaultsearch.store.embedcache import CACHE_FILE, default_cache_dir  # noqa: E402
 from vaultsearch.store.segments import Entry, Segment  # noqa: E402
 from vaultsearch.store.vectors import SegmentedVectors, normalize  # noqa: E402
 from vaultsearch.store.verify import settings_of  # noqa: E402
-from vaultsearch.vault import Vault  # noqa: E402
 
 K = 10
 HELD_OUT = 400

@@ -36,7 +36,7 @@ from tests.corpus import WORDS  # noqa: E402
 
 from reliability_store import damage, replace_bytes  # noqa: E402
 from vaultsearch import Vault  # noqa: E402
-from vaultsearch.cli import main as cli_main  # noqa: E402
+from vaultsearch.cli.main import main as cli_main  # noqa: E402
 from vaultsearch.errors import VaultsearchError  # noqa: E402
 from vaultsearch.store.derived.graph import GraphPart  # noqa: E402
 from vaultsearch.store.derived.keywords import KeywordPart  # noqa: E402

@@ -34,10 +34,10 @@ if TYPE_CHECKING:
     from llama_index.core.schema import TextNode
 
 try:
-    from vaultsearch.evaluation import evaluate, load_corpus, load_qrels, load_queries
+    from vaultsearch.app.evaluation import evaluate, load_corpus, load_qrels, load_queries
 except ImportError:  # running from a checkout without the package installed
     sys.path.insert(0, str(ROOT / "src"))
-    from vaultsearch.evaluation import evaluate, load_corpus, load_qrels, load_queries
+    from vaultsearch.app.evaluation import evaluate, load_corpus, load_qrels, load_queries
 
 
 def model_path() -> Path:

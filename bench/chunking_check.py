@@ -25,9 +25,9 @@ from _report import CACHE, SHARED, require, write_section
 from tune import SCIFACT, SENTENCE_SHARE, shares, trial_of
 from tune_cv import cross_validate, paired_cells
 from tune_data import Dataset, Trial, score_run
-from vaultsearch.beir import prepare_vault
+from vaultsearch.app.beir import prepare_vault
+from vaultsearch.app.evaluation import load_qrels, load_queries
 from vaultsearch.config import ChunkingConfig, Config
-from vaultsearch.evaluation import load_qrels, load_queries
 
 
 def dataset(size: int, overlap: int, stack: contextlib.ExitStack) -> tuple[Dataset, int]:

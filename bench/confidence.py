@@ -24,9 +24,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import CACHE, SHARED, require, write_section
-from vaultsearch.beir import prepare_vault
+from vaultsearch.app.beir import prepare_vault
+from vaultsearch.app.evaluation import load_qrels, load_queries
 from vaultsearch.config import Config
-from vaultsearch.evaluation import load_qrels, load_queries
 from vaultsearch.search.confidence import WEAK, WITH_COSINE, WORDS_ONLY, Evidence, confidence
 
 SEED = 7

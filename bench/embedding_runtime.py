@@ -55,7 +55,7 @@ def child_index(vault_dir: str, index_dir: str, config: str) -> None:
 
 
 def child_quality(work: str, config: str) -> None:
-    from vaultsearch.beir import prepare_vault, run_eval
+    from vaultsearch.app.beir import prepare_vault, run_eval
     from vaultsearch.config import load_config
 
     data = SHARED / "scifact"
@@ -113,7 +113,7 @@ def import_cpu(n: int = 5) -> float:
     cpus = []
     for _ in range(n):
         cpu = child_cpu()
-        code = "import vaultsearch.cli, vaultsearch.server.app"
+        code = "import vaultsearch.cli, vaultsearch.server.mcp.run"
         subprocess.run([sys.executable, "-c", code], check=True)
         cpus.append(child_cpu() - cpu)
     return statistics.median(cpus)

@@ -24,8 +24,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import CACHE, SHARED, percentile, require, write_section
 from vaultsearch import Vault
+from vaultsearch.app.evaluation import load_corpus, load_queries, write_corpus_as_vault
 from vaultsearch.config import config_from_dict
-from vaultsearch.evaluation import load_corpus, load_queries, write_corpus_as_vault
 
 
 def build(target_chunks: int) -> Vault:

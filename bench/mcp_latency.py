@@ -87,7 +87,7 @@ def time_handshake(vault: Path, index_dir: Path) -> tuple[float, float]:
 
 def time_imports() -> float:
     """Seconds from spawning Python to the server's modules imported (exit not counted)."""
-    code = "import time, vaultsearch.cli, vaultsearch.server.app; print(time.time())"
+    code = "import time, vaultsearch.cli, vaultsearch.server.mcp.run; print(time.time())"
     t = time.time()
     done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     return float(done.stdout) - t

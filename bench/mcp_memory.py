@@ -196,8 +196,8 @@ def child_stages(vault: str, index_dir: str) -> None:
 
     rss["index stack"] = smaps_rollup()["Rss"]
     import vaultsearch.cli
-    import vaultsearch.server.app  # noqa: F401
-    from vaultsearch.vault import Vault
+    import vaultsearch.server.mcp.run  # noqa: F401
+    from vaultsearch.app.vault import Vault
 
     rss["server modules"] = smaps_rollup()["Rss"]
     v = Vault.open(vault, index_dir=index_dir)

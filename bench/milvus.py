@@ -32,9 +32,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import CACHE, SHARED, mean, percentile, prepared_vault, require
 from judged_set import load_judged
-from vaultsearch.beir import prepare_vault
+from vaultsearch.app.beir import prepare_vault
+from vaultsearch.app.evaluation import load_qrels, load_queries, ndcg_at_k, recall_at_k
 from vaultsearch.config import load_config
-from vaultsearch.evaluation import load_qrels, load_queries, ndcg_at_k, recall_at_k
 from vaultsearch.search.milvus_reader import MilvusReader
 from vaultsearch.store.milvus.target import MilvusTarget
 

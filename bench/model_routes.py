@@ -43,10 +43,10 @@ from tests.model_server import ModelServer
 
 from _report import CACHE, SHARED, require, write_section
 from vaultsearch import Vault
-from vaultsearch.beir import run_eval
+from vaultsearch.app.beir import run_eval
+from vaultsearch.app.evaluation import load_corpus, load_qrels, write_corpus_as_vault
 from vaultsearch.config import Config, EmbeddingConfig, config_from_dict
 from vaultsearch.embedding import Embedder, text_hash
-from vaultsearch.evaluation import load_corpus, load_qrels, write_corpus_as_vault
 from vaultsearch.store.embedcache import CACHE_ENV, EmbeddingCache, default_cache_dir
 
 MODES = ("semantic", "hybrid")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import CACHE, SHARED, require, write_section
-from vaultsearch.beir import prepare_vault, run_eval
+from vaultsearch.app.beir import prepare_vault, run_eval
 from vaultsearch.config import load_config
 
 MODES = ("keyword", "semantic", "hybrid")
@@ -42,7 +42,7 @@ def main() -> None:
     baseline_note = "Baseline not run (--no-baseline)."
     if not args.no_baseline:
         from baseline_llamaindex import run_baseline
-        from vaultsearch.evaluation import load_corpus, load_qrels, load_queries
+        from vaultsearch.app.evaluation import load_corpus, load_qrels, load_queries
 
         b = run_baseline(load_corpus(corpus), load_queries(queries), load_qrels(qrels))
         rows.append(

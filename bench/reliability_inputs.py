@@ -53,7 +53,7 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HF_HUB_OFFLINE": "1"}
 def worker(tmp: Path) -> None:
     """Read case names on stdin, answer one JSON line per case on stdout."""
     from vaultsearch import Vault
-    from vaultsearch.browse import Browser
+    from vaultsearch.app.browse import Browser
 
     by_name = {c.name: c for c in CASES}
     for n, line in enumerate(sys.stdin):

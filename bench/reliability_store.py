@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from tests.corpus import WORDS
 
 from vaultsearch import Vault
-from vaultsearch.cli import main as cli_main
+from vaultsearch.cli.main import main as cli_main
 from vaultsearch.config import Config
 from vaultsearch.store.catalog import open_catalog_for_reading
 from vaultsearch.store.derived import DERIVED

@@ -29,9 +29,9 @@ from tests.model_server import ModelServer
 
 from _report import CACHE, SHARED, require, write_section
 from model_routes import build, subset
+from vaultsearch.app.evaluation import load_corpus, write_corpus_as_vault
 from vaultsearch.config import Config, EmbeddingConfig, config_from_dict
 from vaultsearch.embedding import Embedder
-from vaultsearch.evaluation import load_corpus, write_corpus_as_vault
 from vaultsearch.store.embedcache import CACHE_ENV
 
 

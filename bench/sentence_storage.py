@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import SHARED, require
-from vaultsearch.beir import prepare_vault, run_eval
+from vaultsearch.app.beir import prepare_vault, run_eval
 from vaultsearch.config import load_config
 from vaultsearch.store.catalog import open_catalog_for_reading
 from vaultsearch.store.derived.sentences import SentenceVectors

@@ -38,9 +38,9 @@ from tune_baselines import baseline_rows
 from tune_cv import CVResult, cross_validate, paired_cells
 from tune_data import FOLDS, SEED, Dataset, Trial
 from vault_quality import judged_vault
-from vaultsearch.beir import prepare_vault
+from vaultsearch.app.beir import prepare_vault
+from vaultsearch.app.evaluation import load_corpus, load_qrels, load_queries
 from vaultsearch.config import Config, SearchConfig
-from vaultsearch.evaluation import load_corpus, load_qrels, load_queries
 from vaultsearch.search.ranking import FusionSettings
 
 BEFORE = SearchConfig(

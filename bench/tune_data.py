@@ -24,12 +24,12 @@ import numpy as np
 import tune_variants as variants
 import vaultsearch
 from tune_variants import Variant
-from vaultsearch.evaluation import mrr_at_k, ndcg_at_k, recall_at_k
+from vaultsearch.app.evaluation import mrr_at_k, ndcg_at_k, recall_at_k
+from vaultsearch.app.vault import Vault
 from vaultsearch.search.orchestrator import QueryOrchestrator, Retrieved
 from vaultsearch.search.query import parse_query
 from vaultsearch.search.ranking import Candidate, FusionSettings, extend
 from vaultsearch.store.derived import Query
-from vaultsearch.vault import Vault
 
 K = 400
 """Chunks retrieved per branch and query: the deepest depth any trial reads."""

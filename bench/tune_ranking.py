@@ -39,8 +39,8 @@ from tune_cv import cross_validate, paired_cells
 from tune_data import FOLDS, Dataset, Trial
 from vault_quality import judged_vault, run_queries
 from vaultsearch import Vault
+from vaultsearch.app.evaluation import ndcg_at_k
 from vaultsearch.config import load_config
-from vaultsearch.evaluation import ndcg_at_k
 from vaultsearch.search import boilerplate, orchestrator
 
 SHARES = (0.0, 0.05, 0.1, 0.2)

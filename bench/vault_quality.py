@@ -36,8 +36,8 @@ from plain_baselines import (
     rrf,
 )
 from vaultsearch import Vault
+from vaultsearch.app.evaluation import mrr_at_k, ndcg_at_k
 from vaultsearch.config import Config, load_config
-from vaultsearch.evaluation import mrr_at_k, ndcg_at_k
 
 MODES = ("keyword", "semantic", "hybrid")
 TOP_K = 10

@@ -15,11 +15,11 @@ import inspect
 
 def surfaces() -> dict[str, set[str]]:
     """The search parameters each surface accepts, by their canonical names."""
-    from vaultsearch.cli import _subcommands, build_parser
-    from vaultsearch.request import parameters
-    from vaultsearch.server.openapi import openapi_spec
-    from vaultsearch.server.tools import VaultTools
-    from vaultsearch.vault import Vault
+    from vaultsearch.app.vault import Vault
+    from vaultsearch.cli.main import _subcommands, build_parser
+    from vaultsearch.search.request import parameters
+    from vaultsearch.server.http.openapi import openapi_spec
+    from vaultsearch.server.tools.core import VaultTools
 
     python = set(inspect.signature(Vault.search).parameters) | {n for n, _, _ in parameters()}
     search = _subcommands(build_parser())["search"]
@@ -30,7 +30,7 @@ def surfaces() -> dict[str, set[str]]:
 
 
 def table() -> str:
-    from vaultsearch.request import parameters
+    from vaultsearch.search.request import parameters
 
     columns = surfaces()
     head = "| parameter | CLI flag | " + " | ".join(columns) + " | meaning |"

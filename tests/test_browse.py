@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import write_files
 from vaultsearch import PathOutsideVaultError, QueryError, Vault
-from vaultsearch.browse import (
+from vaultsearch.app.browse import (
     Browser,
     NoteNotFoundError,
     confine,

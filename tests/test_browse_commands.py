@@ -17,10 +17,10 @@ import pytest
 from tests.conftest import write_files
 from tests.test_mcp_economy import FILES
 from vaultsearch import Vault
-from vaultsearch.browse import Browser
-from vaultsearch.cli import main
-from vaultsearch.listing import related
-from vaultsearch.navigate import links
+from vaultsearch.app.browse import Browser
+from vaultsearch.app.listing import related
+from vaultsearch.app.navigate import links
+from vaultsearch.cli.main import main
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import embeddings, live_catalog, run_check, write_files
 from vaultsearch import Vault
-from vaultsearch.cli import main
+from vaultsearch.cli.main import main
 from vaultsearch.store.derived.graph import GraphPart
 from vaultsearch.store.derived.keywords import KeywordPart
 from vaultsearch.store.derived.vectors import VectorPart

@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import write_files
 from vaultsearch import __version__
-from vaultsearch.cli import main
+from vaultsearch.cli.main import main
 from vaultsearch.embedding.locate import RUNTIME_MODEL_DIR
 
 NOTES: dict[str, str | bytes] = {
@@ -228,8 +228,8 @@ def test_a_wrong_word_names_the_closest_real_one(
 
 
 def test_explain_on_a_terminal_is_a_table_that_adds_up(vault: Path) -> None:
-    from vaultsearch.cli import explain_table
-    from vaultsearch.vault import Vault
+    from vaultsearch.app.vault import Vault
+    from vaultsearch.cli.main import explain_table
 
     v = Vault.open(vault)
     v.index()

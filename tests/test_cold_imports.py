@@ -49,7 +49,7 @@ listed: the MCP SDK imports them itself, for stdio too.)"""
 
 PROBE = """
 import json, sys
-from vaultsearch.cli import main
+from vaultsearch.cli.main import main
 try:
     code = main(sys.argv[1:])
 except SystemExit as exc:
@@ -111,7 +111,7 @@ def test_hybrid_search_imports_the_runtime_but_not_torch(indexed: Path) -> None:
 def test_the_stdio_pipe_answers_initialize_without_the_sdk() -> None:
     """``vaultsearch mcp`` claims stdio and answers ``initialize`` with only these loaded:
     the SDK (pydantic models), the index stack and the runtime come after."""
-    probe = "import json, sys, vaultsearch.cli, vaultsearch.server.pipe; print(json.dumps(list(sys.modules)))"
+    probe = "import json, sys, vaultsearch.cli, vaultsearch.server.mcp.pipe; print(json.dumps(list(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     modules = {m.split(".")[0] for m in json.loads(done.stdout)}
     heavy = (
@@ -134,7 +134,7 @@ def report(*_):
 signal.signal(signal.SIGUSR1, report)
 with open(out + ".pid", "w") as f:
     f.write(str(os.getpid()))
-from vaultsearch.cli import main
+from vaultsearch.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 """``vaultsearch mcp`` that writes what it has imported when sent SIGUSR1, so a test

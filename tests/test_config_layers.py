@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from vaultsearch.app.reload import reload_config
+from vaultsearch.app.vault import Vault
 from vaultsearch.config import explain_config, load_config
 from vaultsearch.config_layers import read_dotenv
 from vaultsearch.errors import ConfigError
-from vaultsearch.reload import reload_config
-from vaultsearch.vault import Vault
 
 
 @pytest.fixture()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from vaultsearch.cli import build_parser
+from vaultsearch.cli.main import build_parser
 from vaultsearch.indexing.links import LinkResolver
 from vaultsearch.models import ParsedNote
 from vaultsearch.parsers.markdown import MarkdownParser

@@ -7,8 +7,7 @@ import networkx as nx
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
-from vaultsearch.errors import QueryError
-from vaultsearch.linkmap import (
+from vaultsearch.app.linkmap import (
     BrokenLink,
     backlinks,
     broken_links,
@@ -17,11 +16,12 @@ from vaultsearch.linkmap import (
     orphans,
     outlinks,
 )
+from vaultsearch.app.navigate import parse_spec
+from vaultsearch.app.searchanswer import shape_hit, trim
+from vaultsearch.errors import QueryError
 from vaultsearch.models import Explain, Hit, Passage
-from vaultsearch.navigate import parse_spec
-from vaultsearch.searchanswer import shape_hit, trim
-from vaultsearch.server.argerrors import sentence
-from vaultsearch.server.lean import compact_schema
+from vaultsearch.server.tools.argerrors import sentence
+from vaultsearch.server.tools.lean import compact_schema
 
 
 def graph() -> nx.DiGraph:

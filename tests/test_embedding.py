@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import write_files
 from vaultsearch import Vault
-from vaultsearch.cli import main
+from vaultsearch.cli.main import main
 from vaultsearch.config import EmbeddingConfig
 from vaultsearch.embedding import Embedder, fingerprint
 from vaultsearch.errors import ModelLoadError

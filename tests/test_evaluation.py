@@ -6,7 +6,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from vaultsearch.evaluation import (
+from vaultsearch.app.evaluation import (
     evaluate,
     load_corpus,
     load_qrels,

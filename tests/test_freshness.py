@@ -17,7 +17,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from tests.conftest import bump_mtime, write_files
 from tests.test_mcp_stdio import data, server_args
-from vaultsearch.vault import Vault
+from vaultsearch.app.vault import Vault
 
 FILES = {
     "garden/Tomatoes.md": "# Tomatoes\n\nTomatoes need full sun and deep watering.\n",

@@ -134,7 +134,7 @@ def test_the_chunk_cap_merges_tiny_sections(tmp_path: Path, embedder: Embedder) 
 
 
 def test_read_note_reads_a_huge_file_only_up_to_the_limit(tmp_path: Path) -> None:
-    from vaultsearch.browse import Browser
+    from vaultsearch.app.browse import Browser
 
     root = tmp_path / "vault"
     root.mkdir()

@@ -18,8 +18,8 @@ from mcp.client.stdio import StdioServerParameters
 from starlette.testclient import TestClient
 
 from tests.conftest import write_files
-from vaultsearch.server import managers
-from vaultsearch.server.webapp import assemble
+from vaultsearch.server.http import managers
+from vaultsearch.server.http.webapp import assemble
 
 FILES: dict[str, str | bytes] = {
     "Alpha.md": "# Alpha\n\nThe first note links to [[Beta]].\n",

@@ -49,7 +49,7 @@ class Note:
     version: str
 
 
-GO = "import sys; from vaultsearch.cli import main; sys.stdin.buffer.read(1); sys.exit(main(sys.argv[1:]))"
+GO = "import sys; from vaultsearch.cli.main import main; sys.stdin.buffer.read(1); sys.exit(main(sys.argv[1:]))"
 
 
 def writer(root: Path, index_dir: Path) -> subprocess.Popen[bytes]:

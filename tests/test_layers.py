@@ -42,10 +42,10 @@ def test_the_tree_keeps_its_layers() -> None:
 
 
 def test_an_upward_import_fails(src_copy: Path) -> None:
-    plant(src_copy, "store/atomic.py", "from vaultsearch.vault import Vault  # noqa")
+    plant(src_copy, "store/atomic.py", "from vaultsearch.app.vault import Vault  # noqa")
     done = run_layers(src_copy)
     assert done.returncode == 1
-    assert "vaultsearch.store.atomic (store) imports vaultsearch.vault (application), up" in (
+    assert "vaultsearch.store.atomic (store) imports vaultsearch.app.vault (application), up" in (
         done.stdout
     )
     assert "1 import(s) break" in done.stdout
@@ -55,11 +55,13 @@ def test_a_lazy_upward_import_inside_type_checking_fails(src_copy: Path) -> None
     plant(
         src_copy,
         "config.py",
-        "if TYPE_CHECKING:\n    from vaultsearch.server import app  # noqa",
+        "if TYPE_CHECKING:\n    from vaultsearch.server.mcp import run as app  # noqa",
     )
     done = run_layers(src_copy)
     assert done.returncode == 1
-    assert "vaultsearch.config (base) imports vaultsearch.server.app (clients), up" in done.stdout
+    assert (
+        "vaultsearch.config (base) imports vaultsearch.server.mcp.run (clients), up" in done.stdout
+    )
 
 
 def test_a_relative_upward_import_fails(src_copy: Path) -> None:

@@ -24,8 +24,8 @@ from mcp_types.version import (
 )
 
 from tests.conftest import write_files
-from vaultsearch.server import handshake
-from vaultsearch.server.handshake import HANDSHAKE_VERSIONS, MODERN_VERSIONS, early_answer
+from vaultsearch.server.mcp import handshake
+from vaultsearch.server.mcp.handshake import HANDSHAKE_VERSIONS, MODERN_VERSIONS, early_answer
 
 
 @pytest.fixture(scope="module")

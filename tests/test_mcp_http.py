@@ -149,7 +149,7 @@ def test_beyond_loopback_needs_the_token_and_checks_host_and_origin(
 
 
 def test_the_token_comes_from_the_environment_on_any_bind(monkeypatch: pytest.MonkeyPatch) -> None:
-    from vaultsearch.server.http import TOKEN_ENV, server_token
+    from vaultsearch.server.http.guard import TOKEN_ENV, server_token
 
     monkeypatch.delenv(TOKEN_ENV, raising=False)
     assert server_token("127.0.0.1") is None
@@ -232,7 +232,7 @@ def test_host_and_origin_must_name_this_server_exactly_and_bodies_are_bounded(
 
 
 def test_allowed_hosts_name_the_port() -> None:
-    from vaultsearch.server.http import security_settings
+    from vaultsearch.server.http.guard import security_settings
 
     s = security_settings("127.0.0.1", 8765, ["notes.lan", "proxy.lan:8443", "::1"])
     assert "127.0.0.1:8765" in s.allowed_hosts and "localhost:8765" in s.allowed_hosts

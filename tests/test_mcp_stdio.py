@@ -431,9 +431,9 @@ def test_the_handshake_path_loads_no_model_code(indexed: tuple[Path, Path]) -> N
     root, index_dir = indexed
     code = f"""
 import sys
-from vaultsearch.vault import Vault
-from vaultsearch.server.app import Background, build_server
-from vaultsearch.server.calllog import CallLog
+from vaultsearch.app.vault import Vault
+from vaultsearch.server.mcp.run import Background, build_server
+from vaultsearch.server.mcp.calllog import CallLog
 vault = Vault.open({str(root)!r}, index_dir={str(index_dir)!r})
 log = CallLog(sys.stderr)
 build_server(vault, Background(vault, True, log), log)

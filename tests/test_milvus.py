@@ -19,6 +19,7 @@ pytest.importorskip("pymilvus", reason="pip install 'vaultsearch[milvus]'")
 pytest.importorskip("milvus_lite", reason="pip install 'vaultsearch[milvus]'")
 
 from tests.model_server import model_server
+from vaultsearch.app.vault import Vault
 from vaultsearch.config import load_config
 from vaultsearch.embedding import Embedder
 from vaultsearch.errors import (
@@ -31,7 +32,6 @@ from vaultsearch.search.filters import Scope, SearchFilters
 from vaultsearch.search.milvus_reader import MilvusReader
 from vaultsearch.store.milvus.client import MilvusStoreError, connect
 from vaultsearch.store.milvus.target import MilvusTarget
-from vaultsearch.vault import Vault
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 PREFIX = "team"
@@ -228,7 +228,7 @@ def test_push_embeds_nothing_and_a_reader_needs_only_the_uri(
 KILLED_PUSH = """
 import os, signal, sys
 from vaultsearch import Vault
-from vaultsearch.milvus_push import push
+from vaultsearch.app.milvus_push import push
 from vaultsearch.store.milvus.target import MilvusTarget
 
 vault = Vault.open(sys.argv[1])

@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import write_files
 from tests.model_server import ModelServer, model_server
 from vaultsearch import Vault
-from vaultsearch.cli import main
+from vaultsearch.cli.main import main
 from vaultsearch.config import Config, config_from_dict
 from vaultsearch.embedding import Embedder
 from vaultsearch.embedding.endpoint import EndpointError

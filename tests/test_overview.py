@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conftest import WriteVault, bump_mtime
+from vaultsearch.app.vault import Vault
 from vaultsearch.indexing.overview import count_files, file_counts
 from vaultsearch.indexing.scan import FileInfo
-from vaultsearch.vault import Vault
 
 
 def _info(path: str, size: int = 10, mtime: int = 1) -> FileInfo:

@@ -8,16 +8,16 @@ from typing import Any
 import pytest
 
 from tests.conftest import WriteVault
-from vaultsearch.config import Config
-from vaultsearch.reload import (
+from vaultsearch.app.reload import (
     changed_keys,
     flat_config,
     merge_for_running,
     rebuild_keys,
     reload_config,
 )
+from vaultsearch.app.vault import Vault
+from vaultsearch.config import Config
 from vaultsearch.store.manifest import expected_manifest, is_recorded
-from vaultsearch.vault import Vault
 
 
 def _other(value: Any) -> Any:

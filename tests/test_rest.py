@@ -22,13 +22,13 @@ import uvicorn
 
 from tests.conftest import write_files
 from tests.test_runner import _HOLD_LOCK
+from vaultsearch.app.vault import Vault
 from vaultsearch.config import AnswerConfig, Config, ServerConfig, config_from_dict
 from vaultsearch.errors import ConfigError
 from vaultsearch.indexing.runner import RunSnapshot
 from vaultsearch.server.activity import ActivityLog
-from vaultsearch.server.rest import ControlContext, rest_app, rest_routes
+from vaultsearch.server.http.rest import ControlContext, rest_app, rest_routes
 from vaultsearch.store.manifest import SPEC_VERSION
-from vaultsearch.vault import Vault
 
 NOTES = {
     "birds/owls.md": """

@@ -9,9 +9,9 @@ import threading
 import pytest
 
 from tests.conftest import WriteVault, embeddings, live_catalog
+from vaultsearch.app.vault import Vault
 from vaultsearch.errors import IndexBusyError
 from vaultsearch.indexing.runner import RunSnapshot, progress_log
-from vaultsearch.vault import Vault
 
 
 def _notes(n: int, parts: int = 12) -> dict[str, str | bytes]:

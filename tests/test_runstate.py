@@ -21,7 +21,7 @@ from tests.browser import served
 from tests.conftest import write_files
 from tests.test_mcp_stdio import data, server_args
 from tests.test_runner import _notes
-from vaultsearch.vault import Vault
+from vaultsearch.app.vault import Vault
 
 CLI = (sys.executable, "-m", "vaultsearch.cli")
 HANG_GUARD = 300.0

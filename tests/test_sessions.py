@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vaultsearch.server.sessions import SearchSessions, SessionHit, merge_sessions
+from vaultsearch.server.tools.sessions import SearchSessions, SessionHit, merge_sessions
 
 
 def hit(path: str, rank: int, chunk: int = 1, score: float = 1.0) -> SessionHit:

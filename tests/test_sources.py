@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import write_files
 from vaultsearch import Vault
-from vaultsearch.cli import main
+from vaultsearch.cli.main import main
 from vaultsearch.config import config_from_dict
 from vaultsearch.errors import ConfigError, IndexBusyError, QueryError, VaultsearchError
 from vaultsearch.indexing import sources as source_scan

@@ -27,7 +27,7 @@ import pytest
 from tests.conftest import embeddings, write_files
 from tests.corpus import WORDS
 from vaultsearch import Vault
-from vaultsearch.cli import main
+from vaultsearch.cli.main import main
 from vaultsearch.errors import IndexCorruptError
 from vaultsearch.store.catalog import open_catalog_for_reading
 from vaultsearch.store.derived import derived

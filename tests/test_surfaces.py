@@ -22,11 +22,11 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.conftest import write_files
 from tests.test_rest import serve
+from vaultsearch.app.searchanswer import lines_reader
+from vaultsearch.app.vault import Vault
 from vaultsearch.errors import QueryError
-from vaultsearch.request import SearchRequest, parameters
-from vaultsearch.searchanswer import lines_reader
-from vaultsearch.server.rest import ControlContext, rest_app
-from vaultsearch.vault import Vault
+from vaultsearch.search.request import SearchRequest, parameters
+from vaultsearch.server.http.rest import ControlContext, rest_app
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTES = {
@@ -280,7 +280,7 @@ def test_the_docs_table_is_what_the_surfaces_take() -> None:
 def test_terminal_output_shows_what_the_shaping_flags_ask(
     indexed: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from vaultsearch.cli import main
+    from vaultsearch.cli.main import main
 
     root, index_dir = indexed
     monkeypatch.setenv("NO_COLOR", "1")

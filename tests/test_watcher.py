@@ -16,10 +16,10 @@ import pytest
 
 from tests.conftest import write_files
 from vaultsearch import Vault
+from vaultsearch.app.live import LiveIndex, LiveState
+from vaultsearch.app.watcher import Watcher, attach_watcher
 from vaultsearch.config import config_from_dict
-from vaultsearch.indexing.live import LiveIndex, LiveState
 from vaultsearch.indexing.scan import IgnoreRules, scan_vault
-from vaultsearch.indexing.watcher import Watcher, attach_watcher
 from vaultsearch.parsers import DEFAULT_PARSER_MAP, ParserRegistry
 from vaultsearch.store.catalog import Catalog
 
@@ -278,8 +278,8 @@ def test_a_watch_limit_is_one_clear_error(tmp_path: Path) -> None:
         import os, resource, sys
         from vaultsearch import Vault
         from vaultsearch.errors import VaultsearchError
-        from vaultsearch.indexing.live import LiveIndex
-        from vaultsearch.indexing.watcher import attach_watcher
+        from vaultsearch.app.live import LiveIndex
+        from vaultsearch.app.watcher import attach_watcher
         import watchdog.observers.inotify_c
 
         live = LiveIndex(Vault.open(sys.argv[1], index_dir=sys.argv[2]))

@@ -16,7 +16,7 @@ import pytest
 from tests.hostile_files import write_normal_notes
 from vaultsearch import Vault
 from vaultsearch.server.jsonlimits import MAX_DEPTH
-from vaultsearch.server.jsonrpc import INVALID_REQUEST, PARSE_ERROR, screen_line
+from vaultsearch.server.mcp.jsonrpc import INVALID_REQUEST, PARSE_ERROR, screen_line
 from vaultsearch.validtext import valid_strings, valid_text
 
 HOSTILE = ["\ud800", "a\ud800b", "\udfff\ud800", "\udcff", "\x00", "plums\x00", "x" * 50_000]
@@ -280,7 +280,7 @@ def test_nesting_is_counted_from_bytes_outside_strings(raw: bytes, depth: int) -
 
 
 def test_too_deep_and_too_long_lines_carry_their_id() -> None:
-    from vaultsearch.server.pipe import TooLong
+    from vaultsearch.server.mcp.pipe import TooLong
 
     deep = b'{"jsonrpc": "2.0", "params": {"id": 1, "q": ' + b"[" * 70 + b"]" * 70 + b'}, "id": 7}'
     _, error = screen_line(deep)

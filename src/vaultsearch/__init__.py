@@ -23,22 +23,22 @@ from vaultsearch.errors import (
 from vaultsearch.models import Hit, SearchHits
 
 if TYPE_CHECKING:
+    from vaultsearch.app.searchanswer import SearchAnswer
+    from vaultsearch.app.vault import Vault
     from vaultsearch.config import Config, load_config
     from vaultsearch.indexing.manager import IndexCheck, IndexSummary
-    from vaultsearch.request import SearchRequest
-    from vaultsearch.searchanswer import SearchAnswer
-    from vaultsearch.vault import Vault
+    from vaultsearch.search.request import SearchRequest
 
 __version__ = "0.1.0"
 
 _LAZY = {
     "Config": "vaultsearch.config",
     "load_config": "vaultsearch.config",
-    "Vault": "vaultsearch.vault",
+    "Vault": "vaultsearch.app.vault",
     "IndexCheck": "vaultsearch.indexing.manager",
     "IndexSummary": "vaultsearch.indexing.manager",
-    "SearchRequest": "vaultsearch.request",
-    "SearchAnswer": "vaultsearch.searchanswer",
+    "SearchRequest": "vaultsearch.search.request",
+    "SearchAnswer": "vaultsearch.app.searchanswer",
 }
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from vaultsearch.app.sourceread import indexed_text
+from vaultsearch.app.vault import Vault
 from vaultsearch.errors import VaultsearchError
 from vaultsearch.models import Hit
-from vaultsearch.sourceread import indexed_text
-from vaultsearch.vault import Vault
 
 SHOWN = ("path", "title", "heading_path")
 """The metadata an LLM prompt may show; the rest is for the program."""

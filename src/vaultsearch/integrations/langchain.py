@@ -23,9 +23,9 @@ except ImportError:  # pragma: no cover - the message is the point
         fix="pip install 'vaultsearch[langchain]'",
     ) from None
 
+from vaultsearch.app.vault import Vault
 from vaultsearch.config import Config
 from vaultsearch.integrations._hits import metadata, node_id, passage
-from vaultsearch.vault import Vault
 
 
 class VaultRetriever(BaseRetriever):

@@ -24,10 +24,10 @@ except ImportError:  # pragma: no cover - the message is the point
         fix="pip install 'vaultsearch[llama-index]'",
     ) from None
 
+from vaultsearch.app.vault import Vault
 from vaultsearch.config import Config
 from vaultsearch.integrations._hits import SHOWN, metadata, node_id, passage
 from vaultsearch.models import Hit
-from vaultsearch.vault import Vault
 
 
 class VaultRetriever(BaseRetriever):

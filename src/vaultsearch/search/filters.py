@@ -15,7 +15,7 @@ from datetime import UTC, date, datetime, time
 from typing import Any
 
 from vaultsearch.errors import QueryError
-from vaultsearch.request import KINDS
+from vaultsearch.search.request import KINDS
 
 _GLOB_CHARS = set("*?[")
 VAULT = "vault"

@@ -23,13 +23,13 @@ from vaultsearch.embedding.endpoint import EndpointError
 from vaultsearch.embedding.rerank import Reranker, make_reranker
 from vaultsearch.errors import IndexCorruptError, IndexIncompatibleError, QueryError
 from vaultsearch.models import Hit, Passage, SearchHits, SourceKind
-from vaultsearch.request import KINDS, MAX_TOP_K, MODES
 from vaultsearch.search.boilerplate import weigh_down
 from vaultsearch.search.confidence import Evidence, confidence, coverage, idf
 from vaultsearch.search.expansion import QueryExpander
 from vaultsearch.search.filters import NoteMeta, SearchFilters
 from vaultsearch.search.query import ParsedQuery, parse_query, words
 from vaultsearch.search.ranking import Candidate, FusionSettings, complete, extend, fuse
+from vaultsearch.search.request import KINDS, MAX_TOP_K, MODES
 from vaultsearch.search.snapshot import Snapshot
 from vaultsearch.search.snippets import make_snippet
 from vaultsearch.search.typos import corrected, surface, unknown_typos

@@ -1,0 +1,59 @@
+"""A local index handed to Milvus: the published generation's catalog, as it is."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from vaultsearch.store.manifest import read_manifest
+from vaultsearch.store.milvus.schema import SCHEMA_VERSION
+from vaultsearch.store.milvus.target import MilvusTarget
+from vaultsearch.store.milvus.writer import LocalIndex, MilvusWriter, PushSummary
+from vaultsearch.store.verify import settings_of
+
+if TYPE_CHECKING:
+    from vaultsearch.app.vault import Vault
+
+
+def push(
+    vault: Vault,
+    target: MilvusTarget,
+    full: bool = False,
+    before_switch: Callable[[], None] | None = None,
+) -> PushSummary:
+    """Copy the vault's published index into Milvus without embedding anything. The
+    snapshot holds the generation's reader lock and one read transaction of the
+    catalog, so what is pushed is one whole generation even while a writer runs."""
+    vault.require_index()
+    snap = vault.orchestrator.snapshot()
+    writer = MilvusWriter(target)
+    try:
+        return writer.push(local_index(snap.generation, snap.catalog, vault), full, before_switch)
+    finally:
+        writer.close()
+
+
+def local_index(generation: Any, catalog: Any, vault: Vault) -> LocalIndex:
+    settings = settings_of(generation, vault.config)
+    manifest = read_manifest(generation.root) or {}
+    embedding = manifest.get("embedding") or {}
+    shaped = {
+        "schema_version": SCHEMA_VERSION,
+        "embedding": {
+            "model": embedding.get("model"),
+            "fingerprint": embedding.get("fingerprint"),
+            "dimension": settings.dimension,
+            "key": settings.embedding_key,
+        },
+        "chunking": manifest.get("chunking"),
+        "keyword": {"stemming": settings.stemming},
+        "sentences": settings.sentences,
+    }
+    return LocalIndex(
+        catalog=catalog,
+        embedding_key=settings.embedding_key,
+        dimension=settings.dimension,
+        stemming=settings.stemming,
+        sentences=settings.sentences,
+        manifest=shaped,
+    )

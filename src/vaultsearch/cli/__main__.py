@@ -1,0 +1,5 @@
+import sys
+
+from vaultsearch.cli.main import main
+
+sys.exit(main())

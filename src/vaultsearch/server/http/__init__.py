@@ -1,0 +1,1 @@
+"""HTTP: the REST API, the page (``vaultsearch serve``) and the guards in front of both."""

@@ -1,0 +1,1 @@
+"""The MCP tools, one module per group, and the one registry that lists them."""

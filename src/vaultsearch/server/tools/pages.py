@@ -1,0 +1,91 @@
+"""MCP tools that open, list and stop Index Manager pages (``vaultsearch serve``).
+
+An agent hands a person the page's URL; the page runs in its own process so it stays
+up when the agent's session ends. Answers are short JSON text without output schemas:
+they cost the tool list almost nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Annotated, Any
+
+import anyio
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from vaultsearch.server.http import managers
+from vaultsearch.server.tools.core import agent_errors
+from vaultsearch.server.tools.registry import plain_tool
+
+if TYPE_CHECKING:
+    from vaultsearch.app.vault import Vault
+
+DESCRIPTIONS = {
+    "open_index_manager": """The URL of this vault's Index Manager web page (index status,
+progress, Update/Rebuild/Cancel, search), starting it in the background if none runs. Give
+the URL to the user.""",
+    "list_index_managers": """Every Index Manager page this user runs, one per vault: vault,
+URL, pid, started.""",
+    "stop_index_manager": """Stop an Index Manager page: this vault's, or the one at url (from
+list_index_managers).""",
+}
+OPENS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
+LISTS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+STOPS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class ManagerTools:
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+
+    async def open_index_manager(self) -> str:
+        with agent_errors():
+            record = managers.find(self.vault.index_dir, wait=0)
+            started = record is None
+            if record is None:
+                record = await anyio.to_thread.run_sync(
+                    managers.start_background,
+                    self.vault.root,
+                    self.vault.index_dir,
+                    self.vault.config.source,
+                )
+        return _text({"url": record.url, "started": started, "pid": record.pid})
+
+    async def list_index_managers(self) -> str:
+        records = await anyio.to_thread.run_sync(managers.list_running)
+        keep = ("vault", "url", "pid", "started")
+        return _text({"managers": [{k: r.to_dict()[k] for k in keep} for r in records]})
+
+    async def stop_index_manager(
+        self,
+        url: Annotated[
+            str, Field(description="A URL from list_index_managers; default: this vault's.")
+        ] = "",
+    ) -> str:
+        def target() -> managers.ManagerRecord | None:
+            if not url:
+                return managers.find(self.vault.index_dir, wait=0)
+            wanted = url.rstrip("/") + "/"
+            return next((r for r in managers.list_running() if r.url == wanted), None)
+
+        record = await anyio.to_thread.run_sync(target)
+        if record is None:
+            where = url or "this vault"
+            return _text({"stopped": False, "reason": f"no Index Manager runs for {where}"})
+        stopped = await anyio.to_thread.run_sync(managers.stop, record)
+        return _text({"stopped": stopped, "url": record.url})
+
+
+def build_manager_tools(vault: Vault) -> list[Tool]:
+    tools = ManagerTools(vault)
+    annotations = {"open_index_manager": OPENS, "list_index_managers": LISTS}
+    return [
+        plain_tool(getattr(tools, name), name, text, annotations.get(name, STOPS))
+        for name, text in DESCRIPTIONS.items()
+    ]
