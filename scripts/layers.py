@@ -44,6 +44,8 @@ LAYER_OF: dict[str, str] = {
     "vaultsearch.validtext": "base",
     "vaultsearch.vaultpaths": "base",
     "vaultsearch.uris": "base",
+    "vaultsearch.links": "base",
+    "vaultsearch.parsermap": "base",
     "vaultsearch.listeners": "base",
     "vaultsearch._limits": "base",
     "vaultsearch._memory": "base",
@@ -76,14 +78,6 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ),
     ("vaultsearch", "vaultsearch.search.request"): "the lazy re-export of SearchRequest",
     ("vaultsearch", "vaultsearch.app.searchanswer"): "the lazy re-export of SearchAnswer",
-    ("vaultsearch.config", "vaultsearch.parsers"): (
-        "the [parsers] defaults and the glob check come from the parser registry; moving "
-        "DEFAULT_PARSER_MAP below config is issue 24 item 5 ('config at the bottom')"
-    ),
-    ("vaultsearch.store.catalog", "vaultsearch.indexing.links"): (
-        "the catalog stores a link's resolution keys; link_key/note_keys belong in store "
-        "(or models) and move there with the IndexManager split of issue 24 item 5"
-    ),
 }
 """(importer, imported) -> why it is allowed. Each is a known debt, not a design."""
 

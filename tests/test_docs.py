@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from vaultsearch.cli.main import build_parser
-from vaultsearch.indexing.links import LinkResolver
+from vaultsearch.links import LinkResolver
 from vaultsearch.models import ParsedNote
 from vaultsearch.parsers.markdown import MarkdownParser
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from vaultsearch.indexing.links import LinkResolver
+from vaultsearch.links import LinkResolver
 
 VAULT: list[tuple[str, list[str]]] = [
     ("Home.md", ["Start", "Dashboard"]),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from vaultsearch.errors import QueryError
-from vaultsearch.indexing.links import LinkResolver
+from vaultsearch.links import LinkResolver
 from vaultsearch.writes.edits import append, find_replace, prepend, replace_section
 from vaultsearch.writes.links import Move, rebase_links, rewrite_links
 

@@ -23,7 +23,7 @@ from vaultsearch.config_layers import (
     read_dotenv,
 )
 from vaultsearch.errors import ConfigError
-from vaultsearch.parsers import DEFAULT_PARSER_MAP
+from vaultsearch.parsermap import DEFAULT_PARSER_MAP, compile_parser_map
 from vaultsearch.sourceconfig import SourceConfig, check_unique, read_managed, sources_from_list
 
 DEFAULT_MODEL = "default"
@@ -301,8 +301,6 @@ def _require(ok: bool, key: str, value: Any, allowed: str) -> None:
 
 
 def _validate(cfg: Config) -> None:
-    from vaultsearch.parsers import ParserRegistry
-
     c, e, s, k = cfg.chunking, cfg.embedding, cfg.search, cfg.keyword
     _require(c.size >= 50, "chunking.size", c.size, "must be at least 50 characters")
     _require(
@@ -424,7 +422,7 @@ def _validate(cfg: Config) -> None:
         "must be at least 1024 bytes",
     )
     try:
-        ParserRegistry(cfg.parsers)
+        compile_parser_map(cfg.parsers)
     except ValueError as exc:
         raise ConfigError(f"Config table '[parsers]' is invalid: {exc}") from None
     _validate_sources(cfg.sources)
@@ -509,12 +507,10 @@ def _validate_model_routes(e: EmbeddingConfig, s: SearchConfig) -> None:
 
 
 def _validate_sources(sources: tuple[SourceConfig, ...]) -> None:
-    from vaultsearch.parsers import ParserRegistry
-
     check_unique(sources)
     for s in sources:
         try:
-            ParserRegistry(s.parsers)
+            compile_parser_map(s.parsers)
         except ValueError as exc:
             raise ConfigError(f"The parsers of source '{s.name}' ({s.origin}): {exc}.") from None
 

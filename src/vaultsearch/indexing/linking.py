@@ -1,7 +1,7 @@
 """Where the catalog's links point, kept right after every run.
 
 Adding, removing or moving one note can change where links elsewhere point, but only
-links under that note's name keys (``indexing/links.py``): an update resolves those
+links under that note's name keys (``links.py``): an update resolves those
 and the changed notes' own links, once per run, not the whole vault per batch. The
 result is the one a resolution of every link would give; the test that compares them
 after a series of edits, renames and deletes is ``tests/test_link_updates.py``.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 
-from vaultsearch.indexing.links import LinkResolver
+from vaultsearch.links import LinkResolver
 from vaultsearch.store.catalog import Catalog, LinkRow
 
 

@@ -11,9 +11,14 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Protocol, cast
 
-from pathspec.patterns.gitignore.basic import GitIgnoreBasicPattern
-
 from vaultsearch.models import ParsedNote
+from vaultsearch.parsermap import (
+    CODE_EXTENSIONS,
+    DEFAULT_PARSER_MAP,
+    PARSER_NAMES,
+    PLAIN_CODE_EXTENSIONS,
+    compile_parser_map,
+)
 from vaultsearch.parsers.code import CodeParser
 from vaultsearch.parsers.codeplain import PlainCodeParser
 from vaultsearch.parsers.markdown import MarkdownParser
@@ -35,22 +40,6 @@ __all__ = [
     "is_binary",
     "parse_content",
 ]
-
-CODE_EXTENSIONS = ("py", "js", "mjs", "cjs", "jsx", "ts", "tsx", "go", "rs", "java")
-"""Read by syntax tree (``code``)."""
-PLAIN_CODE_EXTENSIONS = (
-    "c", "h", "cc", "cpp", "hpp", "cs", "rb", "php", "swift", "kt", "scala", "sh", "lua",
-)  # fmt: skip
-"""Read by blank lines and indentation (``code-plain``): no grammar is shipped for them."""
-
-DEFAULT_PARSER_MAP: dict[str, str] = {
-    "**/*.md": "markdown",
-    "**/*.markdown": "markdown",
-    "**/*.txt": "text",
-    **{f"**/*.{ext}": "code" for ext in CODE_EXTENSIONS},
-    **{f"**/*.{ext}": "code-plain" for ext in PLAIN_CODE_EXTENSIONS},
-    "**/*.pdf": "pdf",
-}
 
 
 class Parser(Protocol):
@@ -90,19 +79,14 @@ _FACTORIES: dict[str, Callable[[], Parser]] = {
     "code-plain": PlainCodeParser,
     "pdf": PdfParser,
 }
-_DIR_OR_END = "(?:/|$)"
+assert set(_FACTORIES) == set(PARSER_NAMES), "parsermap.PARSER_NAMES names every parser"
 
 
 class ParserRegistry:
     """Parsers are created on first use and then shared; they are not thread-safe."""
 
     def __init__(self, mapping: Mapping[str, str] = DEFAULT_PARSER_MAP) -> None:
-        self._rules: list[tuple[re.Pattern[str], str]] = []
-        for glob, name in mapping.items():
-            if name not in _FACTORIES:
-                allowed = ", ".join(self.known_parsers())
-                raise ValueError(f"unknown parser {name!r} for {glob!r}; allowed: {allowed}")
-            self._rules.append((_compile_glob(glob), name))
+        self._rules: list[tuple[re.Pattern[str], str]] = compile_parser_map(mapping)
         self._instances: dict[str, Parser] = {}
 
     def parser_for(self, path: str) -> Parser | None:
@@ -120,19 +104,3 @@ class ParserRegistry:
         if name not in self._instances:
             self._instances[name] = _FACTORIES[name]()
         return self._instances[name]
-
-
-def _compile_glob(glob: str) -> re.Pattern[str]:
-    """Gitignore semantics, except that a pattern naming files matches files only.
-
-    pathspec lets ``*.md`` also match a directory ``x.md/`` and everything below it, which
-    would hand ``x.md/data.txt`` to the Markdown parser.
-    """
-    if not isinstance(glob, str) or not glob.strip():
-        raise ValueError(f"invalid parser glob {glob!r}: must be a non-empty string")
-    regex, include = GitIgnoreBasicPattern.pattern_to_regex(glob.strip())
-    if regex is None or not include:
-        raise ValueError(f"invalid parser glob {glob!r}: comments and negations are not allowed")
-    if regex.endswith(_DIR_OR_END):
-        regex = regex.removesuffix(_DIR_OR_END) + "$"
-    return re.compile(regex, re.IGNORECASE)

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from vaultsearch.embedding.locate import text_hash
-from vaultsearch.indexing.links import link_key, note_keys
+from vaultsearch.links import link_key, note_keys
 from vaultsearch.models import Chunk, Link, ParsedNote
 from vaultsearch.parsers.sentences import MAX_UNITS, unit_texts
 
@@ -122,7 +122,7 @@ _ADDED_COLUMNS = {
 """Columns added after the first release: an older catalog gets them in place, with
 defaults that are true of everything it holds (Markdown notes of the vault), so an
 existing index keeps working without a rebuild or a single model call. A link's keys
-(``indexing/links.py``) start NULL, which means "resolve it every time", until the
+(``links.py``) start NULL, which means "resolve it every time", until the
 next run fills them in (``fill_link_keys``)."""
 
 _KEY_INDEXES = """
@@ -560,7 +560,7 @@ class Catalog:
     def links_to_resolve(self, sources: Iterable[int], keys: Iterable[str]) -> list[LinkRow]:
         """The links of these notes and the links probing these name keys (and those
         that must always be resolved again), in ``links()``'s order."""
-        from vaultsearch.indexing.links import ALWAYS
+        from vaultsearch.links import ALWAYS
 
         self.db.execute("CREATE TEMP TABLE IF NOT EXISTS want_keys(k TEXT PRIMARY KEY)")
         self.db.execute("CREATE TEMP TABLE IF NOT EXISTS want_sources(s INTEGER PRIMARY KEY)")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vaultsearch.errors import PathOutsideVaultError, QueryError
-from vaultsearch.indexing.links import LinkResolver
+from vaultsearch.links import LinkResolver
 from vaultsearch.writes import edits
 from vaultsearch.writes.confined import ConfinedVault
 from vaultsearch.writes.guard import note_path
