@@ -42,9 +42,11 @@ from vaultsearch.server.mcp.jsonrpc import valid_params
 from vaultsearch.server.mcp.pipe import StdioPipe
 from vaultsearch.server.mcp.wire import StdioWire
 from vaultsearch.server.tools.argerrors import plain
+from vaultsearch.server.tools.control import ControlTools
 from vaultsearch.server.tools.core import VaultTools
-from vaultsearch.server.tools.pages import build_manager_tools
-from vaultsearch.server.tools.registry import build_tools
+from vaultsearch.server.tools.nav import NavTools
+from vaultsearch.server.tools.pages import ManagerTools
+from vaultsearch.server.tools.registry import build_tools, refuse_writes
 from vaultsearch.server.tools.resources import (
     note_resources,
     read_code,
@@ -53,11 +55,9 @@ from vaultsearch.server.tools.resources import (
     register_note_template,
     resource_page,
 )
-from vaultsearch.server.tools.toolbox_registry import (
-    refuse_writes,
-    register_template_resources,
-    toolbox_tools,
-)
+from vaultsearch.server.tools.sources import SourceTools
+from vaultsearch.server.tools.toolbox import SessionTools, register_template_resources
+from vaultsearch.server.tools.writes import WriteTools
 
 START_DELAY = 1.0
 """Seconds after which background work starts even if no request has come."""
@@ -192,6 +192,23 @@ def quiet_libraries() -> None:
         os.environ.setdefault(key, value)
 
 
+def tool_groups(
+    tools: VaultTools, activity: ActivityLog, log: CallLog, writes: bool
+) -> dict[str, object]:
+    """The objects that answer the tools of ``registry.TOOLS``, by group."""
+    groups: dict[str, object] = {
+        "vault": tools,
+        "nav": NavTools(tools.browser),
+        "control": ControlTools(tools.vault, tools.live, tools.watching, activity),
+        "sources": SourceTools(tools.vault, tools.live),
+        "sessions": SessionTools(tools, log),
+        "pages": ManagerTools(tools.vault),
+    }
+    if writes:
+        groups["writes"] = WriteTools(tools, log)
+    return groups
+
+
 def build_server(
     vault: Vault,
     background: Background,
@@ -210,11 +227,7 @@ def build_server(
         version=__version__,
         instructions=INSTRUCTIONS,
         log_level="WARNING",
-        tools=[
-            *build_tools(tools, activity),
-            *toolbox_tools(tools, log, writes),
-            *build_manager_tools(vault),
-        ],
+        tools=build_tools(tool_groups(tools, activity, log, writes), writes),
         middleware=[valid_params, log, *([] if writes else [refuse_writes])],
     )
     register_template_resources(server, vault)

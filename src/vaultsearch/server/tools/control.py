@@ -34,19 +34,6 @@ MAX_FAILED_SHOWN = 20
 STATUS_KEYS = ("notes", "chunks", "sentences", "links", "resolved_links", "broken_links",
                "model", "spec_version", "last_indexed", "size_on_disk")  # fmt: skip
 
-DESCRIPTIONS = {
-    "reindex": """Update the index from the files now: all, or one path (file or folder); full=true
-re-parses everything. Rarely needed: the vault is watched. With a progress token the call waits
-and reports progress.""",
-    "cancel_index": """Stop the index run in progress after its current model call. What is done
-stays searchable; the rest is indexed by the next run.""",
-    "index_status": """Index counts (notes, chunks, sentences, links, broken links), model, last
-update, failed files, the run in progress (percent, files, texts embedded, current file), pending
-changes and the last error.""",
-    "reload_config": """Read the config file again: search settings apply at once; says which
-changes need a rebuild or a restart. A bad file is refused and the running config kept.""",
-}
-
 
 def answer(data: dict[str, Any], text: str) -> CallToolResult:
     clean = {k: v for k, v in data.items() if v is not None}

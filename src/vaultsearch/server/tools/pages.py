@@ -11,29 +11,13 @@ import json
 from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
-from mcp.server.mcpserver.tools import Tool
-from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from vaultsearch.server.http import managers
 from vaultsearch.server.tools.core import agent_errors
-from vaultsearch.server.tools.registry import plain_tool
 
 if TYPE_CHECKING:
     from vaultsearch.app.vault import Vault
-
-DESCRIPTIONS = {
-    "open_index_manager": """The URL of this vault's Index Manager web page (index status,
-progress, Update/Rebuild/Cancel, search), starting it in the background if none runs. Give
-the URL to the user.""",
-    "list_index_managers": """Every Index Manager page this user runs, one per vault: vault,
-URL, pid, started.""",
-    "stop_index_manager": """Stop an Index Manager page: this vault's, or the one at url (from
-list_index_managers).""",
-}
-OPENS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
-LISTS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-STOPS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
 
 
 def _text(value: Any) -> str:
@@ -80,12 +64,3 @@ class ManagerTools:
             return _text({"stopped": False, "reason": f"no Index Manager runs for {where}"})
         stopped = await anyio.to_thread.run_sync(managers.stop, record)
         return _text({"stopped": stopped, "url": record.url})
-
-
-def build_manager_tools(vault: Vault) -> list[Tool]:
-    tools = ManagerTools(vault)
-    annotations = {"open_index_manager": OPENS, "list_index_managers": LISTS}
-    return [
-        plain_tool(getattr(tools, name), name, text, annotations.get(name, STOPS))
-        for name, text in DESCRIPTIONS.items()
-    ]

@@ -19,17 +19,6 @@ if TYPE_CHECKING:
     from vaultsearch.app.live import LiveIndex
     from vaultsearch.app.vault import Vault
 
-DESCRIPTIONS = {
-    "list_sources": "The sources this index covers (the vault and named folders or git "
-    "repositories): name, type, path or url, files, chunks, last indexed. Use a name in "
-    "search's sources filter.",
-    "read_source": "Read any indexed file (code, PDF, text, note) by a hit's chunk_id, or by "
-    "path with lines, heading, qualified_name (Class.method) or page; context adds lines "
-    "around.",
-    "reindex_target": "Re-index one file or folder (a path as search returns it) or one "
-    "source (its name; a git source is fetched first), in the background.",
-}
-
 
 def _reply(data: dict[str, Any], text: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)

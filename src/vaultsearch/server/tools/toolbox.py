@@ -7,15 +7,18 @@ what a report cites. Reports are writes: their tool is listed only when writes a
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from vaultsearch.app.sourceread import passage_lines
-from vaultsearch.errors import QueryError
+from vaultsearch.errors import QueryError, VaultsearchError
 from vaultsearch.reports import library
 from vaultsearch.reports.report import cite, file_name_for, write_report
 from vaultsearch.server.tools.core import agent_errors
@@ -24,6 +27,7 @@ from vaultsearch.server.tools.sessions import MergedHit, Session, merge_sessions
 from vaultsearch.server.tools.syncindex import index_paths
 
 if TYPE_CHECKING:
+    from vaultsearch.app.vault import Vault
     from vaultsearch.server.mcp.calllog import CallLog
     from vaultsearch.server.tools.core import VaultTools
 
@@ -205,3 +209,33 @@ class SessionTools:
 
 def template_schema(vault_root: Path, name: str) -> dict[str, Any]:
     return library.info(vault_root, name).to_dict()
+
+
+def register_template_resources(server: MCPServer[Any], vault: Vault) -> None:
+    """``template://{name}/schema`` and ``template://current/schema`` (the configured
+    default): the same JSON as get_template_schema, for clients that read resources."""
+
+    @server.resource(
+        "template://current/schema",
+        name="current_template_schema",
+        description="Variables of the default report template (reports.template).",
+        mime_type="application/json",
+    )
+    def current_schema() -> str:
+        return _schema_json(vault, vault.config.reports.template)
+
+    @server.resource(
+        "template://{name}/schema",
+        name="template_schema",
+        description="Variables a report template expects, with a description each.",
+        mime_type="application/json",
+    )
+    def named_schema(name: str) -> str:
+        return _schema_json(vault, name)
+
+
+def _schema_json(vault: Vault, name: str) -> str:
+    try:
+        return json.dumps(template_schema(vault.root, name), ensure_ascii=False, indent=1)
+    except VaultsearchError as exc:
+        raise ResourceNotFoundError(str(exc)) from exc
