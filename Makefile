@@ -47,7 +47,7 @@ index: setup
 test: setup check browser
 	$(BIN)/pytest -q
 
-# The browser test drives the Index Manager in the distribution's headless Chromium: installed
+# The browser test drives the Index Console in the distribution's headless Chromium: installed
 # here when this runs as root with apt-get; elsewhere the test is skipped and says how.
 browser:
 	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \

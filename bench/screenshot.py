@@ -1,11 +1,11 @@
-"""The Index Manager's screenshot for the docs: `vaultsearch serve` on docs/ (the demo
+"""The Index Console's screenshot for the docs: `vaultsearch serve` on docs/ (the demo
 vault) into a fresh index, Update clicked in headless Chromium until the bar is full,
 then a search with its explain trace open; saved as docs/images/index-manager.png.
 
 It also records how long the page took to build the index through the REST API.
 
 Run: `make bench-screenshot` (or `.venv/bin/python bench/screenshot.py`); needs
-chromium, chromium-driver and selenium (see docs/Index Manager.md).
+chromium, chromium-driver and selenium (see docs/Index Console.md).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def main() -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="vaultsearch-screenshot-") as tmp:
         work = Path(tmp)
-        os.environ.setdefault("VAULTSEARCH_MANAGERS_DIR", str(work / "managers"))
+        os.environ.setdefault("VAULTSEARCH_CONSOLES_DIR", str(work / "consoles"))
         os.environ[CACHE_ENV] = str(work / "embedding-cache")  # a true first build
         with served(DOCS, work / "index") as url, chromium(1400, 1050) as driver:
             wait = WebDriverWait(driver, WAIT, poll_frequency=0.1)
@@ -60,12 +60,12 @@ def main() -> int:
     print(f"wrote {OUT.relative_to(ROOT)}")
     write_section(
         "screenshot",
-        "Index Manager: a first build from the page",
+        "Index Console: a first build from the page",
         f"""
 `vaultsearch serve docs`, then **Update** clicked in headless Chromium on an empty index
 of docs/ ({files} files): {seconds:.1f} s from the click to the full bar (the model
 loaded within it; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at the start).
-The screenshot in [[Index Manager]] is this run's page after the search
+The screenshot in [[Index Console]] is this run's page after the search
 "{QUERY}".
 """,
     )

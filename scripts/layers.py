@@ -119,7 +119,7 @@ def imports(tree: ast.AST, module: str, is_package: bool) -> list[tuple[int, str
                 target = node.module or ""
             if target != PACKAGE and not target.startswith(PACKAGE + "."):
                 continue
-            # `from vaultsearch.server.http import managers`: each name may be a module
+            # `from vaultsearch.server.http import consoles`: each name may be a module
             out += [(node.lineno, f"{target}.{a.name}") for a in node.names]
     return out
 

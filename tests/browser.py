@@ -1,5 +1,5 @@
 """Headless Chromium (the distribution's ``chromium`` and ``chromium-driver``) driving the
-Index Manager page of a real ``vaultsearch serve``; shared by the browser test and the
+Index Console page of a real ``vaultsearch serve``; shared by the browser test and the
 screenshot bench."""
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def served(root: Path, index_dir: Path, *extra: str) -> Iterator[str]:
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().strip()
-        if not line.startswith("Index Manager for "):
+        if not line.startswith("Index Console for "):
             proc.kill()
             raise AssertionError(f"serve did not start: {line} {proc.communicate()[1]}")
         yield line.rsplit(" ", 1)[1]

@@ -1,4 +1,4 @@
-"""The Index Manager page in headless Chromium against a real ``vaultsearch serve``:
+"""The Index Console page in headless Chromium against a real ``vaultsearch serve``:
 Update to 100%, Rebuild then Cancel, a search with highlighted, escaped snippets.
 
 Skipped with the command that fixes it when Chromium, its driver or selenium is

@@ -109,7 +109,7 @@ def test_variables_of_other_settings_are_left_alone(
     vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("VAULTSEARCH_MCP_TOKEN", "secret")
-    monkeypatch.setenv("VAULTSEARCH_MANAGERS_DIR", "/tmp/x")
+    monkeypatch.setenv("VAULTSEARCH_CONSOLES_DIR", "/tmp/x")
     assert load_config(None, vault).search.rrf_k == 30
 
 

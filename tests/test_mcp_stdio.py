@@ -70,7 +70,7 @@ SESSION_TOOLS = {"get_search_results", "list_search_results", "get_template_sche
 SOURCE_TOOLS = {"list_sources", "read_source", "reindex_target"}
 """Covered by test_mcp_sources."""
 CONTROL_TOOLS = {"cancel_index", "reload_config"}
-MANAGER_TOOLS = {"open_index_manager", "list_index_managers", "stop_index_manager"}
+CONSOLE_TOOLS = {"open_index_console", "list_index_consoles", "stop_index_console"}
 
 
 def make_vault(base: Path, index: bool) -> tuple[Path, Path]:
@@ -132,7 +132,7 @@ def test_a_session_over_stdio(
                 tools = {t.name: t for t in (await c.list_tools()).tools}
                 assert (
                     set(tools)
-                    == TOOLS | SESSION_TOOLS | SOURCE_TOOLS | CONTROL_TOOLS | MANAGER_TOOLS
+                    == TOOLS | SESSION_TOOLS | SOURCE_TOOLS | CONTROL_TOOLS | CONSOLE_TOOLS
                 )
                 for t in tools.values():
                     assert t.description and 40 <= len(t.description) <= 250

@@ -1,4 +1,4 @@
-"""A run by any process shows on the page of another: the Index Manager page (a real
+"""A run by any process shows on the page of another: the Index Console page (a real
 ``vaultsearch serve``) reports a ``vaultsearch index`` run and an MCP server's start-up
 build, who ran them and why, and a cancelled run says what the index kept."""
 

@@ -126,7 +126,7 @@ def _stamp(path: Path | None) -> tuple[int, int] | None:
 
 class ConfigFollower:
     """Reads the config file again when it changed on disk, so a long-lived process
-    (the Index Manager page) sees an edit without a restart and says what it means for
+    (the Index Console page) sees an edit without a restart and says what it means for
     the index, as ``index --check`` does in a fresh process."""
 
     def __init__(self, vault: Vault) -> None:

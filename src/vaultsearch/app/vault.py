@@ -106,7 +106,7 @@ class Vault:
     @property
     def indexing_now(self) -> bool:
         """Whether this process's runner is updating or rebuilding the index, whoever
-        started it (the watcher, an agent, the Index Manager page)."""
+        started it (the watcher, an agent, the Index Console page)."""
         runner = self._runner
         return runner is not None and runner.snapshot().busy
 

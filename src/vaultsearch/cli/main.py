@@ -604,7 +604,7 @@ def build_parser() -> argparse.ArgumentParser:
     from vaultsearch.cli.browse import add_browse_commands
 
     add_browse_commands(sub, _common)
-    p = sub.add_parser("serve", help="the Index Manager web page and REST API of a vault")
+    p = sub.add_parser("serve", help="the Index Console web page and REST API of a vault")
     _common(p)
     _http_host(p)
     p.add_argument("--port", type=int, help="HTTP port (default: the first free from 3456)")

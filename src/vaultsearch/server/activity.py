@@ -1,4 +1,4 @@
-"""The activity log the Index Manager page shows: index runs, failed files, config
+"""The activity log the Index Console page shows: index runs, failed files, config
 reloads and searches, newest first, kept in memory for the life of the server."""
 
 from __future__ import annotations

@@ -177,7 +177,7 @@ def openapi_spec() -> dict[str, Any]:
     return {
         "openapi": "3.1.0",
         "info": {
-            "title": "vaultsearch Index Manager",
+            "title": "vaultsearch Index Console",
             "version": __version__,
             "description": "Status, progress and control of a vault's search index, and "
             "search with an extractive answer. POST requests from a browser must come "

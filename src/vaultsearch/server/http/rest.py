@@ -1,4 +1,4 @@
-"""The plain HTTP API of the Index Manager: status, progress, runs, cancel, search.
+"""The plain HTTP API of the Index Console: status, progress, runs, cancel, search.
 
 The routes are built from a ``ControlContext`` (the vault, its runner and the activity
 log) so that the page, ``vaultsearch serve`` and ``mcp --http`` mount the same ones.
@@ -271,7 +271,7 @@ def rest_routes(ctx: ControlContext) -> list[BaseRoute]:
         if not isinstance(full, bool):
             raise BadRequest("'reindex_all' must be true or false.")
         kind: RunKind = "rebuild" if full else "update"
-        ctx.runner.start(kind, reason="asked on the Index Manager page")
+        ctx.runner.start(kind, reason="asked on the Index Console page")
         return JSONResponse({"started": True, "kind": kind}, status_code=202)
 
     async def cancel(request: Request) -> Response:

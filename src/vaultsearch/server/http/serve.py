@@ -1,7 +1,7 @@
-"""``vaultsearch serve``: the vault's Index Manager, once per vault.
+"""``vaultsearch serve``: the vault's Index Console, once per vault.
 
 A second ``serve`` for the same index finds the running one, prints its URL and exits
-0; a manager left by a crash is not in the way (see ``managers``). The server listens
+0; a manager left by a crash is not in the way (see ``consoles``). The server listens
 on the socket bound while claiming, so the printed port is the one it serves.
 """
 
@@ -17,7 +17,7 @@ import anyio
 
 from vaultsearch.app.vault import Vault
 from vaultsearch.errors import VaultsearchError
-from vaultsearch.server.http import managers
+from vaultsearch.server.http import consoles
 from vaultsearch.server.http.guard import TOKEN_ENV, server_token
 from vaultsearch.server.http.streams import EndStreamsOnExit
 from vaultsearch.server.http.webapp import SHUTDOWN_GRACE, assemble, rest_routes
@@ -30,16 +30,16 @@ def run_serve(
     open_browser: bool = True,
     allow_hosts: Iterable[str] = (),
 ) -> int:
-    claim = managers.claim(vault.root, vault.index_dir, host, port)
+    claim = consoles.claim(vault.root, vault.index_dir, host, port)
     if claim is None:
-        running = managers.find(vault.index_dir)
+        running = consoles.find(vault.index_dir)
         if running is None:
             raise VaultsearchError(
-                f"Another process holds the Index Manager lock of {vault.index_dir} "
+                f"Another process holds the Index Console lock of {vault.index_dir} "
                 "but does not answer.",
                 fix="wait a moment and run the command again, or stop that process",
             )
-        print(f"An Index Manager already serves this vault: {running.url}", flush=True)
+        print(f"An Index Console already serves this vault: {running.url}", flush=True)
         return 0
     try:
         token = server_token(host)
@@ -65,7 +65,7 @@ def run_serve(
     return 0
 
 
-async def _serve(app: EndStreamsOnExit, claim: managers.Claim, open_browser: bool) -> None:
+async def _serve(app: EndStreamsOnExit, claim: consoles.Claim, open_browser: bool) -> None:
     import uvicorn
 
     for sig in (signal.SIGTERM, signal.SIGINT):  # uvicorn's own shutdown, then exit 0
@@ -76,7 +76,7 @@ async def _serve(app: EndStreamsOnExit, claim: managers.Claim, open_browser: boo
 
         async def announce() -> None:
             await claim.publish_when_started(server)
-            print(f"Index Manager for {claim.record.vault}: {claim.record.url}", flush=True)
+            print(f"Index Console for {claim.record.vault}: {claim.record.url}", flush=True)
             if open_browser:
                 await anyio.to_thread.run_sync(open_in_browser, claim.record.url)
 

@@ -1,6 +1,6 @@
 """Ending the page's event streams when the server stops.
 
-An open Index Manager tab holds ``/events`` for ever, and uvicorn's orderly shutdown
+An open Index Console tab holds ``/events`` for ever, and uvicorn's orderly shutdown
 waits for every response to end: without this a SIGTERM would wait for the tab to
 close (or, with a grace timeout, cancel the stream with a traceback). On shutdown each
 stream is told its client has gone, which ends it the way a closed tab does, and the

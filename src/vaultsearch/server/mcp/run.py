@@ -33,7 +33,7 @@ from vaultsearch.app.live import LiveIndex
 from vaultsearch.app.vault import Vault
 from vaultsearch.errors import VaultsearchError
 from vaultsearch.server.activity import ActivityLog
-from vaultsearch.server.http import managers
+from vaultsearch.server.http import consoles
 from vaultsearch.server.http.guard import TOKEN_ENV, security_settings, server_token
 from vaultsearch.server.http.webapp import SHUTDOWN_GRACE, assemble, rest_routes
 from vaultsearch.server.mcp.calllog import CallLog
@@ -45,7 +45,7 @@ from vaultsearch.server.tools.argerrors import plain
 from vaultsearch.server.tools.control import ControlTools
 from vaultsearch.server.tools.core import VaultTools
 from vaultsearch.server.tools.nav import NavTools
-from vaultsearch.server.tools.pages import ManagerTools
+from vaultsearch.server.tools.pages import ConsoleTools
 from vaultsearch.server.tools.registry import build_tools, refuse_writes
 from vaultsearch.server.tools.resources import (
     note_resources,
@@ -202,7 +202,7 @@ def tool_groups(
         "control": ControlTools(tools.vault, tools.live, tools.watching, activity),
         "sources": SourceTools(tools.vault, tools.live),
         "sessions": SessionTools(tools, log),
-        "pages": ManagerTools(tools.vault),
+        "pages": ConsoleTools(tools.vault),
     }
     if writes:
         groups["writes"] = WriteTools(tools, log)
@@ -345,12 +345,12 @@ async def _serve_http(
         app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE
     )
     uv = uvicorn.Server(config)
-    claim = managers.claim_listening(vault.root, vault.index_dir, host, port)
+    claim = consoles.claim_listening(vault.root, vault.index_dir, host, port)
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_start_later, background)
             tg.start_soon(app.follow, uv)
-            if claim is not None:  # the vault's Index Manager, unless a serve already is
+            if claim is not None:  # the vault's Index Console, unless a serve already is
                 tg.start_soon(claim.publish_when_started, uv)
             await uv.serve()
             tg.cancel_scope.cancel()

@@ -1,4 +1,4 @@
-"""MCP tools that open, list and stop Index Manager pages (``vaultsearch serve``).
+"""MCP tools that open, list and stop Index Console pages (``vaultsearch serve``).
 
 An agent hands a person the page's URL; the page runs in its own process so it stays
 up when the agent's session ends. Answers are short JSON text without output schemas:
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import anyio
 from pydantic import Field
 
-from vaultsearch.server.http import managers
+from vaultsearch.server.http import consoles
 from vaultsearch.server.tools.core import agent_errors
 
 if TYPE_CHECKING:
@@ -24,43 +24,43 @@ def _text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-class ManagerTools:
+class ConsoleTools:
     def __init__(self, vault: Vault) -> None:
         self.vault = vault
 
-    async def open_index_manager(self) -> str:
+    async def open_index_console(self) -> str:
         with agent_errors():
-            record = managers.find(self.vault.index_dir, wait=0)
+            record = consoles.find(self.vault.index_dir, wait=0)
             started = record is None
             if record is None:
                 record = await anyio.to_thread.run_sync(
-                    managers.start_background,
+                    consoles.start_background,
                     self.vault.root,
                     self.vault.index_dir,
                     self.vault.config.source,
                 )
         return _text({"url": record.url, "started": started, "pid": record.pid})
 
-    async def list_index_managers(self) -> str:
-        records = await anyio.to_thread.run_sync(managers.list_running)
+    async def list_index_consoles(self) -> str:
+        records = await anyio.to_thread.run_sync(consoles.list_running)
         keep = ("vault", "url", "pid", "started")
-        return _text({"managers": [{k: r.to_dict()[k] for k in keep} for r in records]})
+        return _text({"consoles": [{k: r.to_dict()[k] for k in keep} for r in records]})
 
-    async def stop_index_manager(
+    async def stop_index_console(
         self,
         url: Annotated[
-            str, Field(description="A URL from list_index_managers; default: this vault's.")
+            str, Field(description="A URL from list_index_consoles; default: this vault's.")
         ] = "",
     ) -> str:
-        def target() -> managers.ManagerRecord | None:
+        def target() -> consoles.ConsoleRecord | None:
             if not url:
-                return managers.find(self.vault.index_dir, wait=0)
+                return consoles.find(self.vault.index_dir, wait=0)
             wanted = url.rstrip("/") + "/"
-            return next((r for r in managers.list_running() if r.url == wanted), None)
+            return next((r for r in consoles.list_running() if r.url == wanted), None)
 
         record = await anyio.to_thread.run_sync(target)
         if record is None:
             where = url or "this vault"
-            return _text({"stopped": False, "reason": f"no Index Manager runs for {where}"})
-        stopped = await anyio.to_thread.run_sync(managers.stop, record)
+            return _text({"stopped": False, "reason": f"no Index Console runs for {where}"})
+        stopped = await anyio.to_thread.run_sync(consoles.stop, record)
         return _text({"stopped": stopped, "url": record.url})

@@ -256,25 +256,25 @@ cursor).""",
         needs_writes=True,
     ),
     ToolSpec(
-        "open_index_manager",
+        "open_index_console",
         "pages",
         REINDEX,
-        """The URL of this vault's Index Manager web page (index status, progress,
+        """The URL of this vault's Index Console web page (index status, progress,
 Update/Rebuild/Cancel, search), starting it in the background if none runs. Give the
 URL to the user.""",
     ),
     ToolSpec(
-        "list_index_managers",
+        "list_index_consoles",
         "pages",
         READ,
-        """Every Index Manager page this user runs, one per vault: vault, URL, pid, started.""",
+        """Every Index Console page this user runs, one per vault: vault, URL, pid, started.""",
     ),
     ToolSpec(
-        "stop_index_manager",
+        "stop_index_console",
         "pages",
         REINDEX,
-        """Stop an Index Manager page: this vault's, or the one at url (from
-list_index_managers).""",
+        """Stop an Index Console page: this vault's, or the one at url (from
+list_index_consoles).""",
     ),
 )
 

@@ -1,4 +1,4 @@
-// The Index Manager page: plain DOM, no framework. Note text only ever enters the page
+// The Index Console page: plain DOM, no framework. Note text only ever enters the page
 // through textContent (never innerHTML), so a note cannot inject markup or script.
 "use strict";
 

@@ -1,10 +1,10 @@
-"""One Index Manager per vault across processes, and the list of this user's managers.
+"""One Index Console per vault across processes, and the list of this user's consoles.
 
 The serving process holds an exclusive ``flock`` on ``manager.lock`` in the index folder
 for as long as it lives, so "is one running?" is answered by the kernel: the lock dies
 with its process, and no crash leaves a manager that blocks the next. The record beside
 it (``manager.json``: pid, host, port, url, started) says where the running one listens;
-a copy in a per-user folder lets ``list_index_managers`` find every vault's manager.
+a copy in a per-user folder lets ``list_index_consoles`` find every vault's manager.
 Records are checked by pid liveness and a ``/health`` probe before anyone trusts them.
 """
 
@@ -35,12 +35,12 @@ FIRST_PORT = 3456
 PORT_TRIES = 100
 RECORD = "manager.json"
 LOCK = "manager.lock"
-DIR_ENV = "VAULTSEARCH_MANAGERS_DIR"
+DIR_ENV = "VAULTSEARCH_CONSOLES_DIR"
 HEALTH_TIMEOUT = 2.0
 
 
 @dataclass(frozen=True, slots=True)
-class ManagerRecord:
+class ConsoleRecord:
     vault: str
     index_dir: str
     pid: int
@@ -50,7 +50,7 @@ class ManagerRecord:
     started: str
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ManagerRecord:
+    def from_dict(cls, data: dict[str, Any]) -> ConsoleRecord:
         return cls(**{k: data[k] for k in cls.__dataclass_fields__})
 
     def to_dict(self) -> dict[str, Any]:
@@ -58,16 +58,16 @@ class ManagerRecord:
 
 
 def user_dir() -> Path:
-    """Where this user's managers are listed: $VAULTSEARCH_MANAGERS_DIR, else the runtime
+    """Where this user's consoles are listed: $VAULTSEARCH_CONSOLES_DIR, else the runtime
     folder (emptied at logout, like the processes), else the cache folder."""
     configured = os.environ.get(DIR_ENV)
     if configured:
         return Path(configured).expanduser()
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime:
-        return Path(runtime) / "vaultsearch" / "managers"
+        return Path(runtime) / "vaultsearch" / "consoles"
     cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(cache) / "vaultsearch" / "managers"
+    return Path(cache) / "vaultsearch" / "consoles"
 
 
 def _user_record(index_dir: Path) -> Path:
@@ -101,18 +101,18 @@ def healthy(url: str, timeout: float = HEALTH_TIMEOUT) -> bool:
         return False
 
 
-def read_record(path: Path) -> ManagerRecord | None:
+def read_record(path: Path) -> ConsoleRecord | None:
     try:
-        return ManagerRecord.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        return ConsoleRecord.from_dict(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def running(record: ManagerRecord | None) -> bool:
+def running(record: ConsoleRecord | None) -> bool:
     return record is not None and pid_alive(record.pid) and healthy(record.url)
 
 
-def find(index_dir: Path, wait: float = 10.0) -> ManagerRecord | None:
+def find(index_dir: Path, wait: float = 10.0) -> ConsoleRecord | None:
     """The manager serving this index, if one runs. A manager that holds the lock but is
     not answering yet (it is starting) is waited for up to ``wait`` seconds."""
     lock = _open_lock(index_dir)
@@ -133,7 +133,7 @@ def find(index_dir: Path, wait: float = 10.0) -> ManagerRecord | None:
         time.sleep(0.1)
 
 
-def list_running() -> list[ManagerRecord]:
+def list_running() -> list[ConsoleRecord]:
     """Every manager of this user that answers; stale records are removed on the way."""
     found = []
     folder = user_dir()
@@ -153,7 +153,7 @@ class Claim:
     records, and the listening socket bound before anyone is told about it."""
 
     def __init__(
-        self, index_dir: Path, lock: IO[str], sock: socket.socket | None, record: ManagerRecord
+        self, index_dir: Path, lock: IO[str], sock: socket.socket | None, record: ConsoleRecord
     ) -> None:
         self.index_dir = index_dir
         self._lock = lock
@@ -221,8 +221,8 @@ def _take_lock(index_dir: Path) -> IO[str] | None:
     return lock
 
 
-def _record(vault: Path, index_dir: Path, host: str, port: int) -> ManagerRecord:
-    return ManagerRecord(
+def _record(vault: Path, index_dir: Path, host: str, port: int) -> ConsoleRecord:
+    return ConsoleRecord(
         vault=str(vault),
         index_dir=str(index_dir),
         pid=os.getpid(),
@@ -280,7 +280,7 @@ START_WAIT = 60.0
 
 def start_background(
     vault: Path, index_dir: Path, config: str | None = None, wait: float = START_WAIT
-) -> ManagerRecord:
+) -> ConsoleRecord:
     """The running manager of this index, or a new ``vaultsearch serve`` started in its
     own session (it outlives the caller) once it answers."""
     existing = find(index_dir, wait=0)
@@ -307,17 +307,17 @@ def start_background(
             return record
         if proc.poll() is not None and find(index_dir, wait=0) is None:
             raise VaultsearchError(
-                f"The Index Manager exited at start (code {proc.returncode}).",
+                f"The Index Console exited at start (code {proc.returncode}).",
                 fix=f"read {index_dir / 'manager.log'}, or run 'vaultsearch serve' yourself",
             )
         time.sleep(0.2)
     raise VaultsearchError(
-        f"The Index Manager did not answer within {wait:.0f} s.",
+        f"The Index Console did not answer within {wait:.0f} s.",
         fix=f"read {index_dir / 'manager.log'}",
     )
 
 
-def stop(record: ManagerRecord, wait: float = 10.0) -> bool:
+def stop(record: ConsoleRecord, wait: float = 10.0) -> bool:
     """Ask a manager to exit (SIGTERM) and wait for it; False if it was not running."""
     if not running(record):
         return False

@@ -1,5 +1,5 @@
-"""One Index Manager per vault: ``vaultsearch serve`` in real processes, the registry
-they share, the page's guards, and the MCP tools that open, list and stop managers."""
+"""One Index Console per vault: ``vaultsearch serve`` in real processes, the registry
+they share, the page's guards, and the MCP tools that open, list and stop consoles."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from mcp.client.stdio import StdioServerParameters
 from starlette.testclient import TestClient
 
 from tests.conftest import write_files
-from vaultsearch.server.http import managers
+from vaultsearch.server.http import consoles
 from vaultsearch.server.http.webapp import assemble
 
 FILES: dict[str, str | bytes] = {
@@ -29,8 +29,8 @@ FILES: dict[str, str | bytes] = {
 
 @pytest.fixture(autouse=True)
 def _own_registry(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Never the real user's list of managers; subprocesses inherit it."""
-    monkeypatch.setenv(managers.DIR_ENV, str(tmp_path / "managers"))
+    """Never the real user's list of consoles; subprocesses inherit it."""
+    monkeypatch.setenv(consoles.DIR_ENV, str(tmp_path / "consoles"))
 
 
 def serve(root: Path, index_dir: Path, *extra: str) -> subprocess.Popen[str]:
@@ -63,14 +63,14 @@ def test_two_servers_for_one_vault_leave_one_manager(tmp_path: Path) -> None:
     procs = [serve(root, index_dir), serve(root, index_dir)]  # started together: they race
     try:
         lines = [first_line(p) for p in procs]
-        reused = [i for i, line in enumerate(lines) if line.startswith("An Index Manager already")]
+        reused = [i for i, line in enumerate(lines) if line.startswith("An Index Console already")]
         assert len(reused) == 1, lines
         loser, winner = procs[reused[0]], procs[1 - reused[0]]
         assert loser.wait(timeout=30) == 0
         url = lines[1 - reused[0]].rsplit(" ", 1)[1]
         assert lines[reused[0]].endswith(url) and url.startswith("http://127.0.0.1:")
         assert winner.poll() is None and get_json(url + "health") == {"status": "ok"}
-        listed = managers.list_running()
+        listed = consoles.list_running()
         assert [(r.url, r.pid, r.vault) for r in listed] == [(url, winner.pid, str(root))]
         third = subprocess.run(  # a later one finds it as well
             [sys.executable, "-m", "vaultsearch.cli", "serve", str(root), "--index-dir",
@@ -82,7 +82,7 @@ def test_two_servers_for_one_vault_leave_one_manager(tmp_path: Path) -> None:
         codes = [terminate(p) for p in procs]
     assert [c for c, _ in codes] == [0, 0], codes
     assert all("Traceback" not in err for _, err in codes)
-    assert not (index_dir / managers.RECORD).exists() and managers.list_running() == []
+    assert not (index_dir / consoles.RECORD).exists() and consoles.list_running() == []
 
 
 def test_a_dead_managers_record_does_not_block_the_next(tmp_path: Path) -> None:
@@ -91,16 +91,16 @@ def test_a_dead_managers_record_does_not_block_the_next(tmp_path: Path) -> None:
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     index_dir.mkdir()
-    stale = managers.ManagerRecord(
+    stale = consoles.ConsoleRecord(
         str(root), str(index_dir), gone.pid, "127.0.0.1", 1, "http://127.0.0.1:1/", "2020-01-01"
     )
-    (index_dir / managers.RECORD).write_text(json.dumps(stale.to_dict()))
-    assert managers.find(index_dir, wait=0) is None
+    (index_dir / consoles.RECORD).write_text(json.dumps(stale.to_dict()))
+    assert consoles.find(index_dir, wait=0) is None
     proc = serve(root, index_dir)
     try:
         line = first_line(proc)
-        assert line.startswith(f"Index Manager for {root}: http://127.0.0.1:")
-        record = managers.read_record(index_dir / managers.RECORD)
+        assert line.startswith(f"Index Console for {root}: http://127.0.0.1:")
+        record = consoles.read_record(index_dir / consoles.RECORD)
         assert record is not None and record.pid == proc.pid and line.endswith(record.url)
     finally:
         code, err = terminate(proc)
@@ -108,15 +108,15 @@ def test_a_dead_managers_record_does_not_block_the_next(tmp_path: Path) -> None:
 
 
 def test_the_port_is_chosen_upward_when_taken() -> None:
-    first = managers.bind("127.0.0.1", None)
+    first = consoles.bind("127.0.0.1", None)
     try:
         taken = first.getsockname()[1]
-        assert taken >= managers.FIRST_PORT
-        second = managers.bind("127.0.0.1", None)
+        assert taken >= consoles.FIRST_PORT
+        second = consoles.bind("127.0.0.1", None)
         assert second.getsockname()[1] > taken
         second.close()
         with pytest.raises(Exception, match=f"Cannot listen on 127.0.0.1:{taken}"):
-            managers.bind("127.0.0.1", taken)
+            consoles.bind("127.0.0.1", taken)
     finally:
         first.close()
 
@@ -168,30 +168,30 @@ def test_mcp_tools_open_list_and_stop_a_manager(tmp_path: Path) -> None:
 
     async def session() -> None:
         async with Client(params, read_timeout_seconds=120) as c:
-            opened = text(await c.call_tool("open_index_manager", {}))
+            opened = text(await c.call_tool("open_index_console", {}))
             assert opened["started"] is True
             url = str(opened["url"])
             pids.append(int(str(opened["pid"])))
             assert get_json(url + "health") == {"status": "ok"}
-            again = text(await c.call_tool("open_index_manager", {}))
+            again = text(await c.call_tool("open_index_console", {}))
             assert again == {**opened, "started": False}
-            listed = text(await c.call_tool("list_index_managers", {}))
-            entries = listed["managers"]
+            listed = text(await c.call_tool("list_index_consoles", {}))
+            entries = listed["consoles"]
             assert isinstance(entries, list) and len(entries) == 1
             assert {k: entries[0][k] for k in ("vault", "url", "pid")} == {
                 "vault": str(root), "url": url, "pid": opened["pid"],
             }  # fmt: skip
-            stopped = text(await c.call_tool("stop_index_manager", {"url": url.rstrip("/")}))
+            stopped = text(await c.call_tool("stop_index_console", {"url": url.rstrip("/")}))
             assert stopped == {"stopped": True, "url": url}
-            nothing = text(await c.call_tool("stop_index_manager", {}))
-            assert nothing["stopped"] is False and "no Index Manager" in str(nothing["reason"])
-            assert text(await c.call_tool("list_index_managers", {})) == {"managers": []}
+            nothing = text(await c.call_tool("stop_index_console", {}))
+            assert nothing["stopped"] is False and "no Index Console" in str(nothing["reason"])
+            assert text(await c.call_tool("list_index_consoles", {})) == {"consoles": []}
 
     try:
         anyio.run(session)
     finally:
         for pid in pids:
-            if managers.pid_alive(pid):
+            if consoles.pid_alive(pid):
                 os.kill(pid, signal.SIGTERM)
 
 
@@ -207,7 +207,7 @@ def test_mcp_over_http_serves_the_same_page_and_is_the_vaults_manager(tmp_path: 
         wait_listening(proc, port)  # type: ignore[arg-type]
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as r:
             assert r.headers["content-type"].startswith("text/html")
-            assert b"Index Manager" in r.read()
+            assert b"Index Console" in r.read()
         assert get_json(f"http://127.0.0.1:{port}/health") == {"status": "ok"}
 
         async def reload() -> None:
@@ -227,7 +227,7 @@ def test_mcp_over_http_serves_the_same_page_and_is_the_vaults_manager(tmp_path: 
     finally:
         code, err = terminate(proc)
     assert code == 0 and "Traceback" not in err
-    assert managers.list_running() == []
+    assert consoles.list_running() == []
 
 
 def test_an_open_event_stream_does_not_hold_the_server_at_exit(tmp_path: Path) -> None:
