@@ -73,7 +73,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
         "the package re-exports Vault lazily (PEP 562), so `from vaultsearch import Vault` "
         "works without importing the application at start-up"
     ),
-    ("vaultsearch", "vaultsearch.indexing.manager"): (
+    ("vaultsearch", "vaultsearch.indexing.summary"): (
         "the lazy re-export of IndexCheck and IndexSummary, the public result types"
     ),
     ("vaultsearch", "vaultsearch.search.request"): "the lazy re-export of SearchRequest",
@@ -124,6 +124,20 @@ def imports(tree: ast.AST, module: str, is_package: bool) -> list[tuple[int, str
     return out
 
 
+def writer_reaches(tree: ast.AST) -> list[int]:
+    """Lines where a front door calls ``.manager()``: the CLI and the servers ask the
+    ``Vault`` facade (``files``, ``source_set``, ``verify``, ``repair`` ...), so the
+    IndexManager's surface can change without touching a door."""
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "manager"
+        and not node.args
+    ]
+
+
 def closest_known(module: str, known: set[str]) -> str:
     """A name from ``from X import name`` is the module ``X.name`` when there is one,
     else ``X`` itself (``vaultsearch.models.Hit`` resolves to ``vaultsearch.models``)."""
@@ -148,6 +162,11 @@ def check(src: Path) -> list[str]:
             problems.append(f"{where}: module {module} has no layer; add it to LAYER_OF")
             continue
         tree = ast.parse(file.read_text(encoding="utf-8"), str(file))
+        if mine == "clients":
+            problems += [
+                f"{where}:{line}: {module} (clients) calls .manager(); ask the Vault facade"
+                for line in writer_reaches(tree)
+            ]
         for line, target in imports(tree, module, file.name == "__init__.py"):
             target = closest_known(target, known)
             theirs = layer_of(target)

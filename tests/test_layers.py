@@ -85,3 +85,10 @@ def test_a_module_without_a_layer_fails(src_copy: Path) -> None:
     done = run_layers(src_copy)
     assert done.returncode == 1
     assert "module vaultsearch.newthing has no layer" in done.stdout
+
+
+def test_a_front_door_reaching_the_writer_fails(src_copy: Path) -> None:
+    plant(src_copy, "server/tools/writes.py", "def f(vault):\n    return vault.manager().scan()")
+    done = run_layers(src_copy)
+    assert done.returncode == 1
+    assert "vaultsearch.server.tools.writes (clients) calls .manager()" in done.stdout

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from vaultsearch.app.searchanswer import SearchAnswer
     from vaultsearch.app.vault import Vault
     from vaultsearch.config import Config, load_config
-    from vaultsearch.indexing.manager import IndexCheck, IndexSummary
+    from vaultsearch.indexing.summary import IndexCheck, IndexSummary
     from vaultsearch.search.request import SearchRequest
 
 __version__ = "0.1.0"
@@ -35,8 +35,8 @@ _LAZY = {
     "Config": "vaultsearch.config",
     "load_config": "vaultsearch.config",
     "Vault": "vaultsearch.app.vault",
-    "IndexCheck": "vaultsearch.indexing.manager",
-    "IndexSummary": "vaultsearch.indexing.manager",
+    "IndexCheck": "vaultsearch.indexing.summary",
+    "IndexSummary": "vaultsearch.indexing.summary",
     "SearchRequest": "vaultsearch.search.request",
     "SearchAnswer": "vaultsearch.app.searchanswer",
 }

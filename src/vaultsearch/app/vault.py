@@ -26,13 +26,18 @@ from vaultsearch.validtext import valid_strings, valid_text
 
 if TYPE_CHECKING:
     from vaultsearch.app.searchanswer import SearchAnswer
-    from vaultsearch.indexing.manager import IndexCheck, IndexManager, IndexSummary
+    from vaultsearch.indexing.manager import IndexManager
+    from vaultsearch.indexing.overview import FileCounts
     from vaultsearch.indexing.progress import Progress
     from vaultsearch.indexing.runner import IndexRunner
+    from vaultsearch.indexing.scan import FileInfo, IgnoreRules
+    from vaultsearch.indexing.sources import SourceSet
+    from vaultsearch.indexing.summary import IndexCheck, IndexSummary
     from vaultsearch.models import SearchHits
     from vaultsearch.search.orchestrator import QueryOrchestrator
     from vaultsearch.search.request import SearchRequest, VaultTerms
     from vaultsearch.store.milvus.writer import PushSummary
+    from vaultsearch.store.verify import CheckReport
 
 
 def write_error(index_dir: Path) -> str | None:
@@ -102,6 +107,39 @@ class Vault:
             if self._manager is None:
                 self._manager = IndexManager(self.root, self.index_dir, self.config, self.embedder)
             return self._manager
+
+    # What the front doors ask of the files and the writer, without reaching into it.
+    @property
+    def source_set(self) -> SourceSet:
+        """The vault and its named sources: note ids, file paths, read limits."""
+        return self.manager().sources
+
+    @property
+    def ignore_rules(self) -> IgnoreRules:
+        return self.manager().rules
+
+    def files(self) -> dict[str, FileInfo]:
+        """Every file of the vault and its sources (by note id), as a scan sees it now."""
+        return self.manager().scan()
+
+    def file_counts(self) -> FileCounts:
+        """Files indexed, pending and failed (reads the live catalog; never writes)."""
+        from vaultsearch.indexing.overview import file_counts
+
+        return file_counts(self.manager())
+
+    def rebuild_check(self) -> IndexCheck | None:
+        """Why the next run must rebuild, or None; reads no file of the vault."""
+        return self.manager().rebuild_check()
+
+    def verify(self) -> CheckReport:
+        """``check``: every file of the live generation, then the files against it."""
+        return self.manager().verify()
+
+    def repair(self) -> IndexSummary:
+        """``check --repair``: derived indexes rebuilt from the catalog, nothing embedded
+        that any store still holds."""
+        return self.manager().repair()
 
     @property
     def indexing_now(self) -> bool:
@@ -220,7 +258,7 @@ class Vault:
             removed = remove_managed(self.root, self.config.sources, name)
             clones = manager.sources.clones
             self._reload_sources()
-            from vaultsearch.indexing.manager import IndexSummary
+            from vaultsearch.indexing.summary import IndexSummary
 
             summary = IndexSummary()
             if self.layout.exists():

@@ -360,15 +360,14 @@ def cmd_check(args: argparse.Namespace) -> int:
         vault.require_index()
     repaired: dict[str, Any] | None = None
     if args.repair:
-        manager = vault.manager()
-        fixed = manager.repair()
+        fixed = vault.repair()
         update = vault.index()
         repaired = {
             "derived": fixed.repaired,
             "chunks_embedded": fixed.chunks_embedded + update.chunks_embedded,
             "update": update.to_dict(),
         }
-    report = vault.manager().verify()
+    report = vault.verify()
     if args.json:
         _print_json({**report.to_dict(), "repaired": repaired})
     else:

@@ -17,35 +17,30 @@ import time
 from collections import Counter
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from vaultsearch.config import Config
-from vaultsearch.embedding import Embedder, text_hash
+from vaultsearch.embedding import Embedder
 from vaultsearch.errors import (
-    FileUnreadableError,
     IndexBusyError,
     IndexCorruptError,
     VaultsearchError,
 )
+from vaultsearch.indexing.batch import BatchEmbedder, Cancelled, Prepared, prepare
 from vaultsearch.indexing.changes import ChangePlan, FileText, describe_plan, plan_changes
-from vaultsearch.indexing.chunker import chunk_capped
 from vaultsearch.indexing.linking import resolve_links
 from vaultsearch.indexing.parsebox import ParseBox
 from vaultsearch.indexing.progress import Progress, SilentProgress, show_counts, working_on
 from vaultsearch.indexing.runrecord import RecordedProgress
 from vaultsearch.indexing.scan import FileInfo, IgnoreRules, scan_paths
 from vaultsearch.indexing.sources import SourceScan, SourceSet, now_iso
-from vaultsearch.models import Chunk, ParsedNote
+from vaultsearch.indexing.summary import IndexCheck, IndexSummary
 from vaultsearch.parsers import ParserRegistry
-from vaultsearch.parsers.sentences import unit_texts
 from vaultsearch.sourceconfig import VAULT_SOURCE
 from vaultsearch.store.atomic import atomic_write_json, temp_target
 from vaultsearch.store.catalog import Catalog, checkpoint, open_catalog_for_reading
-from vaultsearch.store.counts import IndexCounts, current_counts
+from vaultsearch.store.counts import current_counts
 from vaultsearch.store.derived import DERIVED, Batch, DerivedSettings
 from vaultsearch.store.embedcache import EmbeddingCache, default_cache_dir
 from vaultsearch.store.generations import (
@@ -68,7 +63,6 @@ from vaultsearch.store.manifest import (
 )
 from vaultsearch.store.runstate import RUN_NAME
 from vaultsearch.store.salvage import SalvagedEmbeddings
-from vaultsearch.store.vectors import normalize
 from vaultsearch.store.verify import CheckReport, verify_store
 from vaultsearch.store.writer import (
     GenerationWriter,
@@ -79,104 +73,7 @@ from vaultsearch.store.writer import (
 
 SOURCES_STATE = "sources.json"
 BATCH_FILES = 256
-EMBED_BATCH = 128
 MB = 1024 * 1024
-
-
-@dataclass
-class IndexSummary:
-    added: int = 0
-    updated: int = 0
-    moved: int = 0
-    removed: int = 0
-    unchanged: int = 0
-    failed: dict[str, str] = field(default_factory=dict)
-    chunks_embedded: int = 0
-    sentences_embedded: int = 0
-    chunks_written: int = 0
-    seconds: float = 0.0
-    repaired: list[str] = field(default_factory=list)
-    rebuild_reasons: list[str] = field(default_factory=list)
-    unavailable: dict[str, str] = field(default_factory=dict)
-    """Sources not read this run, and why: their notes stay as they were indexed."""
-    stale: dict[str, str] = field(default_factory=dict)
-    """Git sources that could not be fetched, and why: read from their last fetched commit."""
-    left_out: dict[str, str] = field(default_factory=dict)
-    """Sources a rebuild from the files could not read, and why: out of the index until
-    a run can read them (an update keeps such a source; a rebuild has nothing to keep)."""
-    cancelled: bool = False
-    counts: IndexCounts | None = None
-    """What the published index holds after the run (``store/counts.py``)."""
-
-    def source_lines(self) -> list[str]:
-        """One line per source this run could not read or fetch, worded by what happened
-        to its notes: every command that indexes prints these same lines."""
-        return [
-            *(f"source {n} not read (kept as indexed): {r}" for n, r in self.unavailable.items()),
-            *(f"source {n} not fetched: {r}" for n, r in self.stale.items()),
-            *(
-                f"source {n} not read (left out of this rebuild): {r}"
-                for n, r in self.left_out.items()
-            ),
-        ]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "added": self.added,
-            "updated": self.updated,
-            "moved": self.moved,
-            "removed": self.removed,
-            "unchanged": self.unchanged,
-            "failed": dict(sorted(self.failed.items())),
-            "chunks_embedded": self.chunks_embedded,
-            "sentences_embedded": self.sentences_embedded,
-            "chunks_written": self.chunks_written,
-            "chunks_per_second": round(self.chunks_written / self.seconds, 1)
-            if self.seconds
-            else 0.0,
-            "seconds": round(self.seconds, 3),
-            "repaired": self.repaired,
-            "rebuild_reasons": self.rebuild_reasons,
-            "unavailable_sources": dict(sorted(self.unavailable.items())),
-            "stale_sources": dict(sorted(self.stale.items())),
-            "left_out_sources": dict(sorted(self.left_out.items())),
-            "cancelled": self.cancelled,
-            "counts": self.counts.to_dict() if self.counts is not None else None,
-        }
-
-
-@dataclass
-class IndexCheck:
-    status: str
-    """``current``, ``update`` or ``rebuild``."""
-    reasons: list[str] = field(default_factory=list)
-    manifest_changes: list[str] = field(default_factory=list)
-    changed_files: int = 0
-
-    @property
-    def exit_code(self) -> int:
-        return 0 if self.status == "current" else 1
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "reasons": self.reasons,
-            "manifest_changes": self.manifest_changes,
-            "changed_files": self.changed_files,
-        }
-
-
-class _Cancelled(Exception):
-    """Raised between two model calls when a cancel was asked for."""
-
-
-@dataclass(slots=True)
-class _Prepared:
-    file: FileText
-    note: ParsedNote
-    chunks: list[Chunk]
-    hashes: list[str]
-    date: float
 
 
 class IndexManager:
@@ -207,7 +104,7 @@ class IndexManager:
         self._box: ParseBox | None = None
         """The child process that parses files, kept from run to run (``close``)."""
         self._salvage: SalvagedEmbeddings | None = None
-        self._from_cache = 0
+        self.batches = BatchEmbedder(self.embedder, self.cache, self.cancel_requested)
 
     def use_sources(self, config: Config) -> None:
         """Another list of named sources (added or removed), keeping this manager's
@@ -555,7 +452,7 @@ class IndexManager:
         """Catalogs whose stored embeddings a rebuild may reuse: the live generation's
         and an index from before generations, when they can be read; a damaged one is
         read row by row, after the per-user cache."""
-        self._salvage, self._from_cache = None, 0
+        self._salvage, self.batches.from_cache = None, 0
         sources: list[Catalog | SalvagedEmbeddings] = []
         for path in (previous.catalog if previous else None, self.layout.legacy_catalog):
             if path is None or not path.is_file():
@@ -576,7 +473,7 @@ class IndexManager:
         """Where a catalog rebuilt from the files got its vectors: what a repair cost."""
         salvaged = self._salvage.found if self._salvage is not None else 0
         return [
-            f"embeddings: {self._from_cache} from the per-user cache, {salvaged} read from "
+            f"embeddings: {self.batches.from_cache} from the per-user cache, {salvaged} read from "
             f"the damaged catalog, {summary.chunks_embedded} chunks and "
             f"{summary.sentences_embedded} sentences embedded again"
         ]
@@ -607,7 +504,7 @@ class IndexManager:
                     break
                 try:
                     self._commit_batch(writer, plan if n == 0 else None, batch, summary, sources)
-                except _Cancelled:
+                except Cancelled:
                     summary.cancelled = True
                     break
             with writer.catalog.transaction():
@@ -709,17 +606,19 @@ class IndexManager:
         sources: Sequence[Catalog | SalvagedEmbeddings] = (),
     ) -> None:
         catalog = writer.catalog
-        prepared: list[_Prepared] = []
+        prepared: list[Prepared] = []
         failed_now: list[tuple[FileText, str]] = []
         for ft in batch:
             working_on(self.progress, ft.info.path)
-            result = self._prepare(ft)
+            result = prepare(ft, self.sources, self.config.chunking, self._box)
             if isinstance(result, str):
                 failed_now.append((ft, result))
                 summary.failed[ft.info.path] = result
             else:
                 prepared.append(result)
-        credited = self._embed_missing(catalog, prepared, summary, len(batch), sources)
+        credited = self.batches.embed_missing(
+            catalog, prepared, summary, len(batch), self.progress, self.config.embedding, sources
+        )
 
         removed_ids: list[int] = []
         added_ids: list[int] = []
@@ -802,116 +701,6 @@ class IndexManager:
             return None
         return parsed.title if parsed else None
 
-    def _prepare(self, ft: FileText) -> _Prepared | str:
-        """The parsed and chunked note, or the reason it could not be."""
-        path = ft.info.path
-        if self.sources.parser_for(path) is None:
-            return "no parser for this file type"
-        try:
-            note = self.sources.parse(path, ft.text, ft.data, self._box)
-            assert note is not None
-            cfg = self.config.chunking
-            chunks, capped = chunk_capped(note, cfg.size, cfg.overlap, cfg.max_chunks_per_note)
-        except FileUnreadableError as exc:
-            return exc.message
-        except Exception as exc:  # a parser bug must not abort the batch
-            return f"parser error: {type(exc).__name__}: {exc}"
-        warnings = [*ft.warnings, *([capped] if capped else [])]
-        if warnings:
-            note = _with_warnings(note, warnings)
-        date = note.date.timestamp() if note.date else ft.info.mtime_ns / 1e9
-        return _Prepared(ft, note, chunks, [text_hash(c.embed_text) for c in chunks], date)
-
-    def _embed_missing(
-        self,
-        catalog: Catalog,
-        prepared: Sequence[_Prepared],
-        summary: IndexSummary,
-        files: int,
-        sources: Sequence[Catalog | SalvagedEmbeddings] = (),
-    ) -> float:
-        """Embed only texts no store holds (this catalog, the catalogs a rebuild may
-        reuse, the per-user cache); each sub-batch is committed at once, so an
-        interrupted run never pays for the same chunk again; when the model fails (an
-        endpoint gone), what it answered before is committed first. The progress bar moves
-        after every model call, its files credited in proportion to the chunks embedded
-        (returned, so the commit credits the rest)."""
-        key = self.embedder.cache_key
-        wanted: dict[str, str] = {}
-        path_of: dict[str, str] = {}
-        chunk_hashes = {h for p in prepared for h in p.hashes}
-        sentences = self.config.embedding.sentences
-        for p in prepared:
-            for h, c in zip(p.hashes, p.chunks, strict=True):
-                wanted.setdefault(h, c.embed_text)
-                path_of.setdefault(h, p.note.path)
-                for unit in unit_texts(c.text, p.note.kind) if sentences else ():
-                    u = text_hash(unit)
-                    wanted.setdefault(u, unit)
-                    path_of.setdefault(u, p.note.path)
-        have = catalog.cached_hashes(key, wanted)
-        need = [h for h in wanted if h not in have]
-        found: dict[str, bytes] = {}
-        for source in sources:
-            if need and isinstance(source, Catalog):
-                found.update(source.embedding_blobs(key, need))
-                need = [h for h in need if h not in found]
-        if found:
-            self.cache.put(key, {h: np.frombuffer(v, dtype=np.float32) for h, v in found.items()})
-        if need:
-            cached = self.cache.get(key, need)
-            self._from_cache += len(cached)
-            found.update(cached)
-            need = [h for h in need if h not in found]
-        for source in sources:
-            if need and not isinstance(source, Catalog):
-                found.update(source.embedding_blobs(key, need))
-                need = [h for h in need if h not in found]
-        if found:
-            with catalog.transaction():
-                catalog.put_embedding_blobs(key, found)
-        # by length: each model call then pads its texts to nearly the same length
-        missing = sorted(((h, wanted[h]) for h in need if h not in found), key=_text_len)
-        step = max(1, self.config.embedding.batch_size)
-        credited = 0.0
-        if missing:
-            working_on(self.progress, path_of[missing[0][0]], chunks=len(missing))
-        for start in range(0, len(missing), EMBED_BATCH):
-            part = missing[start : start + EMBED_BATCH]
-            vecs = []
-            failure: Exception | None = None
-            for at in range(0, len(part), step):
-                if self.cancel_requested.is_set():
-                    part = part[:at]
-                    break
-                piece = part[at : at + step]
-                working_on(self.progress, path_of[piece[0][0]])
-                try:
-                    vecs.append(self.embedder.embed_texts([t for _, t in piece]))
-                except Exception as exc:  # keep what the model answered before it failed
-                    part, failure = part[:at], exc
-                    break
-                share = files * len(piece) / len(missing)
-                credited += share
-                self.progress.advance(files=share, chunks=len(piece))
-            if not part:
-                raise failure or _Cancelled()
-            with catalog.transaction():
-                vectors = normalize(np.vstack(vecs))
-                catalog.put_embeddings(key, zip((h for h, _ in part), vectors, strict=True))
-            self.cache.put(key, dict(zip((h for h, _ in part), vectors, strict=True)))
-            summary.chunks_embedded += sum(h in chunk_hashes for h, _ in part)
-            summary.sentences_embedded += sum(h not in chunk_hashes for h, _ in part)
-            if failure is not None:
-                raise failure
-            if self.cancel_requested.is_set():
-                raise _Cancelled
-        return credited
-
-
-def _text_len(item: tuple[str, str]) -> int:
-    return len(item[1])
-
 
 def _looks_whole(generation: Generation, catalog: Catalog) -> bool:
     """A cheap look (files there, state level with the catalog) deciding whether a run
@@ -923,12 +712,6 @@ def _looks_whole(generation: Generation, catalog: Catalog) -> bool:
         and state.get("chunks") == catalog.count("chunks")
         and state.get("vectors") == state.get("chunks") == state.get("keyword_docs")
     )
-
-
-def _with_warnings(note: ParsedNote, warnings: list[str]) -> ParsedNote:
-    from dataclasses import replace
-
-    return replace(note, warnings=tuple(note.warnings) + tuple(warnings))
 
 
 def read_sources_state(index_dir: Path) -> dict[str, dict[str, str]]:

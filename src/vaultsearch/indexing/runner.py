@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from vaultsearch.errors import IndexBusyError
-from vaultsearch.indexing.manager import IndexManager, IndexSummary
+from vaultsearch.indexing.manager import IndexManager
 from vaultsearch.indexing.runrecord import run_view
+from vaultsearch.indexing.summary import IndexSummary
 from vaultsearch.listeners import Listeners
 from vaultsearch.store.runstate import read_run
 

@@ -16,7 +16,7 @@ from vaultsearch.indexing.progress import Progress, show_counts, working_on
 from vaultsearch.store.runstate import write_run
 
 if TYPE_CHECKING:
-    from vaultsearch.indexing.manager import IndexSummary
+    from vaultsearch.indexing.summary import IndexSummary
     from vaultsearch.store.counts import IndexCounts
 
 WRITE_EVERY = 0.5

@@ -35,7 +35,6 @@ from vaultsearch.errors import (
     QueryError,
     VaultsearchError,
 )
-from vaultsearch.indexing.overview import file_counts
 from vaultsearch.indexing.runner import IndexRunner, RunKind, RunSnapshot, shown_run
 from vaultsearch.models import Hit
 from vaultsearch.search.extractive import Answer, extractive_answer
@@ -151,7 +150,7 @@ def status(ctx: ControlContext) -> dict[str, Any]:
     # the run first (this process's, or another's from the index folder): a finished
     # run's generation is then seen below
     run = shown_run(ctx.runner)
-    counts = file_counts(vault.manager())
+    counts = vault.file_counts()
     out: dict[str, Any] = {"vault": str(vault.root), "reasons": []}
     if run["state"] == "running":
         state = "updating"
@@ -189,7 +188,7 @@ def status(ctx: ControlContext) -> dict[str, Any]:
 def schema_status(vault: Vault) -> dict[str, Any]:
     current = vault.layout.current()
     manifest = read_manifest(current.root) if current is not None else None
-    rebuild = vault.manager().rebuild_check()
+    rebuild = vault.rebuild_check()
     out: dict[str, Any] = {"spec_version": SPEC_VERSION}
     if manifest and isinstance(manifest.get("spec_version"), int):
         out["index_spec_version"] = manifest["spec_version"]

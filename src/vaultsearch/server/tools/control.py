@@ -24,7 +24,6 @@ from vaultsearch.app.live import LiveIndex
 from vaultsearch.app.reload import reload_config
 from vaultsearch.app.vault import Vault, write_error
 from vaultsearch.errors import IndexMissingError
-from vaultsearch.indexing.overview import file_counts
 from vaultsearch.indexing.runner import RunSnapshot, shown_run
 from vaultsearch.server.activity import ActivityLog
 from vaultsearch.server.tools.core import agent_errors
@@ -161,7 +160,7 @@ class ControlTools:
                 st: dict[str, Any] = self.vault.status()
             except IndexMissingError:
                 st = {}
-            counts = file_counts(self.vault.manager())
+            counts = self.vault.file_counts()
         live = self.live.state
         last_error = live.last_error or st.get("write_error") or snap.error
         failed = list(counts.failed.items())

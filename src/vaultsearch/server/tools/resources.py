@@ -69,8 +69,8 @@ def register_note_template(server: MCPServer, browser: Browser) -> None:
 
 def note_resources(browser: Browser) -> list[Resource]:
     """The vault's notes as ``note://``, the indexed files of named sources as ``code://``."""
-    sources = browser.vault.manager().sources
-    files = browser.vault.manager().scan()
+    sources = browser.vault.source_set
+    files = browser.vault.files()
     snap = browser.snapshot()
     notes = {n.path: n for n in snap.notes.values()} if snap is not None else {}
     out = []

@@ -89,7 +89,7 @@ class SourceTools:
             if (path is None) == (source is None):
                 raise QueryError("Pass either path or source.")
             if source is not None:
-                names = self.vault.manager().sources.names
+                names = self.vault.source_set.names
                 if source not in names and source != "vault":
                     known = ", ".join(sorted({"vault", *names}))
                     raise QueryError(f"There is no source {source!r}; sources: {known}.")

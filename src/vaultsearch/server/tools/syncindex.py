@@ -18,7 +18,7 @@ def index_paths(
 ) -> str | None:
     """None once the paths are in the committed index; otherwise why they may not be
     searchable yet (another process writes the index, the run failed, or it is slow)."""
-    rules = live.vault.manager().rules
+    rules = live.vault.ignore_rules
     wanted = [p for p in paths if not rules.excludes(p)]
     if not wanted:
         return None

@@ -203,7 +203,7 @@ class SessionTools:
         return passage_lines(self.vault, self.tools.browser, path)
 
     def _file_uri(self, path: str) -> str:
-        real = self.vault.manager().sources.file_path(path)
+        real = self.vault.source_set.file_path(path)
         return (real if real is not None else self.vault.root / path).as_uri()
 
 

@@ -48,7 +48,7 @@ class WriteTools:
             log.write({"event": "swept_temps", "paths": swept})
 
     def _note_paths(self) -> list[str]:
-        return [p for p, info in self.vault.manager().scan().items() if not info.skip]
+        return [p for p, info in self.vault.files().items() if not info.skip]
 
     def _done(self, tool: str, paths: list[str], data: dict[str, Any], text: str) -> CallToolResult:
         self.log.write({"event": "write", "tool": tool, "paths": paths})
