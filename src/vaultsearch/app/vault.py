@@ -171,12 +171,7 @@ class Vault:
             return
 
         def apply() -> None:
-            from vaultsearch.indexing.sources import SourceSet
-            from vaultsearch.parsers import ParserRegistry
-
-            manager.config = config
-            manager.parsers = ParserRegistry(config.parsers)
-            manager.sources = SourceSet(manager.vault, manager.layout.root, config)
+            manager.use_config(config)
 
         if self._runner is not None:
             self._runner.when_idle(apply)

@@ -30,13 +30,13 @@ from vaultsearch.errors import (
 from vaultsearch.indexing.batch import BatchEmbedder, Cancelled, Prepared, prepare
 from vaultsearch.indexing.changes import ChangePlan, FileText, describe_plan, plan_changes
 from vaultsearch.indexing.linking import resolve_links
+from vaultsearch.indexing.looking import VaultFiles
 from vaultsearch.indexing.parsebox import ParseBox
 from vaultsearch.indexing.progress import Progress, SilentProgress, show_counts, working_on
 from vaultsearch.indexing.runrecord import RecordedProgress
-from vaultsearch.indexing.scan import FileInfo, IgnoreRules, scan_paths
+from vaultsearch.indexing.scan import FileInfo, IgnoreRules
 from vaultsearch.indexing.sources import SourceScan, SourceSet, now_iso
 from vaultsearch.indexing.summary import IndexCheck, IndexSummary
-from vaultsearch.parsers import ParserRegistry
 from vaultsearch.sourceconfig import VAULT_SOURCE
 from vaultsearch.store.atomic import atomic_write_json, temp_target
 from vaultsearch.store.catalog import Catalog, checkpoint, open_catalog_for_reading
@@ -88,9 +88,7 @@ class IndexManager:
         self.vault = vault
         self.config = config
         self.layout = IndexLayout(index_dir)
-        self.parsers = ParserRegistry(config.parsers)
-        self.rules = IgnoreRules(vault, config.excluded(), index_dir)
-        self.sources = SourceSet(vault, index_dir, config)
+        self.files = VaultFiles(vault, index_dir, config)
         self._last_scan: SourceScan | None = None
         self.embedder = embedder or Embedder(config.embedding)
         self.progress = progress or SilentProgress()
@@ -110,20 +108,25 @@ class IndexManager:
         """Another list of named sources (added or removed), keeping this manager's
         writer lock: a source is removed under the lock taken before its config went."""
         self.config = config
-        self.sources = SourceSet(self.vault, self.layout.root, config)
+        self.files.use_sources(config)
+
+    def use_config(self, config: Config) -> None:
+        """Index with ``config`` from the next run on (parsers and sources included)."""
+        self.config = config
+        self.files = VaultFiles(self.vault, self.layout.root, config)
+
+    @property
+    def sources(self) -> SourceSet:
+        return self.files.sources
+
+    @property
+    def rules(self) -> IgnoreRules:
+        return self.files.rules
 
     # --- read-only questions -------------------------------------------------
     def scan(self) -> dict[str, FileInfo]:
         """The files of the vault and of every named source (as their note ids)."""
-        return self._scan().files
-
-    def _scan(self, only: str | None = None, sync: bool = False) -> SourceScan:
-        self._reload_rules()
-        return self.sources.scan(self.rules, only, sync)
-
-    def _reload_rules(self) -> None:
-        """A long-lived writer must see an edited .gitignore / .vaultsearchignore."""
-        self.rules = IgnoreRules(self.vault, self.config.excluded(), self.layout.root)
+        return self.files.scan().files
 
     def rebuild_check(self) -> IndexCheck | None:
         """Why the next run must rebuild (no index, another format, changed settings,
@@ -152,7 +155,7 @@ class IndexManager:
         assert current is not None
         catalog = open_catalog_for_reading(current.catalog)
         try:
-            scanned, known, failures, scan = self._look(catalog, None)
+            scanned, known, failures, scan = self.files.look(catalog, None)
             plan = plan_changes(scanned, known, failures, self.sources.read_limit)
             state = read_state(current.root) or {}
             behind = state.get("generation") != catalog.generation
@@ -174,16 +177,11 @@ class IndexManager:
             return report
         catalog = open_catalog_for_reading(current.catalog)
         try:
-            plan = self._plan_against(catalog)
+            plan = self.files.plan(catalog)
         finally:
             catalog.close()
         report.problems += [f"files: {d} since the last index run" for d in describe_plan(plan)]
         return report
-
-    def _plan_against(self, catalog: Catalog) -> ChangePlan:
-        """What the vault's files would change in this catalog (read-only questions)."""
-        scanned, known, failures, _ = self._look(catalog, None)
-        return plan_changes(scanned, known, failures, self.sources.read_limit)
 
     # --- writing --------------------------------------------------------------
     @contextmanager
@@ -336,7 +334,7 @@ class IndexManager:
         nothing to do writes nothing."""
         catalog = open_catalog_for_reading(live.catalog)
         try:
-            scanned, known, failures, scan = self._look(catalog, paths, source, sync=True)
+            scanned, known, failures, scan = self.files.look(catalog, paths, source, sync=True)
             healthy = _looks_whole(live, catalog)
         finally:
             catalog.close()
@@ -377,7 +375,7 @@ class IndexManager:
         ``keep_sources``: the rebuild was asked for (``--full``), not needed, so it is
         refused rather than leave out the notes of a source that cannot be read now
         (an unmounted disk); a rebuild the index needs goes ahead and reports them."""
-        scan = self._scan(sync=True)
+        scan = self.files.scan(sync=True)
         if keep_sources and previous is not None:
             _refuse_to_drop(previous, scan.unavailable)
         sources = self._embedding_sources(previous or newest_intact(self.layout))
@@ -520,82 +518,6 @@ class IndexManager:
         box, self._box = self._box, None
         if box is not None:
             box.close()
-
-    def _look(
-        self,
-        catalog: Catalog,
-        paths: Collection[str] | None,
-        source: str | None = None,
-        sync: bool = False,
-    ) -> tuple[
-        dict[str, FileInfo],
-        dict[str, tuple[int, str, int, int]],
-        dict[str, tuple[str, int, int]],
-        SourceScan,
-    ]:
-        """Files on disk, catalog notes and recorded failures: of the whole vault and its
-        sources, of one source, or of just ``paths`` (in the vault) and what lies under
-        them, so that nothing else looks deleted. The notes of a source that could not
-        be read are left out on both sides, so they stay as they are."""
-        if paths is None:
-            scan = self._scan(source, sync)
-            known, failures = catalog.file_states(), catalog.failures()
-            of_source = catalog.note_sources()
-
-            def keep(path: str) -> bool:
-                name = of_source.get(path)
-                if name is None:
-                    name = self.sources.split(path)[0]
-                    if not name and path.partition(":")[0] == source:
-                        name = source  # a failure of a source no longer configured
-                if name in scan.unavailable:
-                    return False
-                return source is None or name == ("" if source == VAULT_SOURCE else source)
-
-            known = {p: v for p, v in known.items() if keep(p)}
-            failures = {p: v for p, v in failures.items() if keep(p)}
-            return scan.files, known, failures, scan
-        return self._look_at(catalog, paths, sync)
-
-    def _look_at(
-        self, catalog: Catalog, paths: Collection[str], sync: bool
-    ) -> tuple[
-        dict[str, FileInfo],
-        dict[str, tuple[int, str, int, int]],
-        dict[str, tuple[str, int, int]],
-        SourceScan,
-    ]:
-        """``_look`` for named paths: vault paths, or note ids of a source (``lib:``
-        is all of it, ``lib:src/`` a folder in it). Only those paths of the vault and of a
-        folder source are looked at; a git source is fetched, listed whole and cut."""
-        self._reload_rules()
-        parts = [self.sources.split(p) for p in paths]
-        vault_paths = [rel for src, rel in parts if not src]
-        names = sorted({src for src, _ in parts if src})
-        scan = SourceScan(scan_paths(self.vault, self.rules, self.parsers, vault_paths))
-        prefixes = tuple(p if p.endswith(":") else p.rstrip("/") + "/" for p in paths)
-        wanted = set(paths)
-
-        def inside(path: str) -> bool:
-            return path in wanted or path.startswith(prefixes)
-
-        for name in names:
-            inner = [rel for src, rel in parts if src == name]
-            limited = self.sources.by_name[name].type == "folder" and all(inner)
-            part = self.sources.scan(self.rules, name, sync, inner if limited else None)
-            scan.files.update((k, v) for k, v in part.files.items() if inside(k))
-            scan.unavailable.update(part.unavailable)
-            scan.stale.update(part.stale)
-            scan.commits.update(part.commits)
-            if f"{name}:" in wanted:
-                scan.read |= part.read
-
-        def keep(path: str) -> bool:
-            return inside(path) and self.sources.split(path)[0] not in scan.unavailable
-
-        known = {p: v for p, v in catalog.file_states().items() if keep(p)}
-        failures = {p: v for p, v in catalog.failures().items() if keep(p)}
-        return scan.files, known, failures, scan
 
     def _commit_batch(
         self,
