@@ -70,6 +70,7 @@ class QueryOrchestrator:
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="vaultsearch-query")
         self._lock = threading.Lock()
         self._snapshot: Snapshot | None = None
+        self._reopen = False
         self._reranker: Reranker | None = None
         self._expander: QueryExpander | None = None
         self.last_timings: dict[str, float] = {}
@@ -80,14 +81,16 @@ class QueryOrchestrator:
         thread may still be reading it, and it closes itself when the last user drops it."""
         with self._lock:
             snap = self._snapshot
-            if snap is None or snap.is_stale():
-                snap = Snapshot.open(self.layout, self.config)
-                self._snapshot = snap
+            if snap is None or self._reopen or snap.is_stale():
+                snap = Snapshot.open(self.layout, self.config, previous=snap)
+                self._snapshot, self._reopen = snap, False
             return snap
 
     def refresh(self) -> None:
+        """Open the generation again at the next query (new settings, or a run of this
+        process): following the one held, so only what changed is read again."""
         with self._lock:
-            self._snapshot = None
+            self._reopen = True
 
     def close(self) -> None:
         with self._lock:

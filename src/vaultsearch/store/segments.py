@@ -244,6 +244,28 @@ def open_segments(list_path: Path) -> tuple[SegmentList, list[Segment]]:
     return listing, [Segment(e, folder) for e in listing.segments]
 
 
+def reuse_mapped(segments: list[Segment], held: list[Segment]) -> list[Segment]:
+    """``segments`` (a newer list's) taking from ``held`` (an older reader's) the files
+    it already mapped and checked: a segment is named once and its digests are in the
+    list, so the same name and digests are the same bytes, whatever tombstones the
+    newer list adds. A reader that follows a writer then maps and hashes only the
+    segments the update wrote."""
+    known = {(s.entry.name, s.entry.sha256, s.entry.ann): s for s in held if s.entry.name}
+    out = []
+    for seg in segments:
+        old = known.get((seg.entry.name, seg.entry.sha256, seg.entry.ann))
+        if old is None:
+            out.append(seg)
+            continue
+        new = Segment(seg.entry, seg._folder)
+        kept = {"ids", "rows", "ann_index", "order"}
+        if old.entry.dead == seg.entry.dead:
+            kept.add("live_mask")
+        new.__dict__.update({k: v for k, v in old.__dict__.items() if k in kept})
+        out.append(new)
+    return out
+
+
 def npy_shape(path: Path) -> tuple[int, ...]:
     """The shape a ``.npy`` header declares, read without the data."""
     with path.open("rb") as fh, _HEADER_LOCK:

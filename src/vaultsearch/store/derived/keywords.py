@@ -314,7 +314,9 @@ class KeywordPart:
         problems = segment_problems(self.folder, once=True) if recorded is not None else []
         return problems[0].removeprefix("keywords: ") if problems else None
 
-    def reader(self) -> GuardedReader:
+    def reader(self, previous: Any = None) -> GuardedReader:
+        """A new searcher whatever ``previous`` (Tantivy maps each segment file once per
+        open; its own cache is per index)."""
         index = open_for_reading(self.folder, self.stemming)
         guarded(lambda: index.index.config_reader("manual"), "open")
         return GuardedReader(index, self.boosts)

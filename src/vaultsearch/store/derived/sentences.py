@@ -20,7 +20,7 @@ from vaultsearch.store.catalog import SENTENCE_BITS, Catalog
 from vaultsearch.store.derived.base import DerivedSettings, Query, Role
 from vaultsearch.store.derived.vectors import VectorPart
 from vaultsearch.store.layout import Generation
-from vaultsearch.store.segments import Entry, Segment, open_segments
+from vaultsearch.store.segments import Entry, Segment
 from vaultsearch.store.vectors import decode_half, dot_rows, normalize
 
 
@@ -58,11 +58,10 @@ class SentencePart(VectorPart):
         """Every chunk, unless ``embedding.sentences`` is off: then none."""
         return super()._wanted(catalog) if self.settings.sentences else set()
 
-    def reader(self) -> Any:
+    def reader(self, previous: Any = None) -> Any:
         if not self.path.is_file():
             return self.empty(self.settings)
-        listing, segments = open_segments(self.path)
-        return SentenceVectors(listing.dim, segments)
+        return SentenceVectors(*self._segments(previous))
 
     @classmethod
     def empty(cls, settings: DerivedSettings) -> Any:

@@ -40,6 +40,7 @@ from vaultsearch.store.segments import (
     open_segments,
     read_list,
     remove_unlisted,
+    reuse_mapped,
     write_ann,
     write_list,
     write_segment,
@@ -312,11 +313,20 @@ class VectorPart:
             return f"{self.path.name}: {str(exc)[:160]}"
         return None
 
-    def reader(self) -> Any:
+    def reader(self, previous: Any = None) -> Any:
+        """``previous``: an older generation's reader, whose mapped segments this one
+        takes where the lists name the same (``segments.reuse_mapped``)."""
         if not self.path.is_file():
             return self.empty(self.settings)
+        dim, segments = self._segments(previous)
+        return VectorReader(dim, segments)
+
+    def _segments(self, previous: Any) -> tuple[int, list[Segment]]:
         listing, segments = open_segments(self.path)
-        return VectorReader(listing.dim, segments)
+        held = getattr(previous, "segments", None)
+        if held and getattr(previous, "dim", None) == listing.dim:
+            segments = reuse_mapped(segments, held)
+        return listing.dim, segments
 
     @classmethod
     def empty(cls, settings: DerivedSettings) -> Any:
@@ -330,6 +340,10 @@ class VectorReader:
     def __init__(self, dim: int, segments: Sequence[Segment] = ()) -> None:
         self.vectors = SegmentedVectors(dim, segments)
         self.dim = dim
+
+    @property
+    def segments(self) -> list[Segment]:
+        return self.vectors.segments
 
     def __len__(self) -> int:
         return len(self.vectors)

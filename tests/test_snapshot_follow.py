@@ -1,0 +1,173 @@
+"""A reader that follows a writer (reloading only the notes a run changed, applying only
+the graph records that differ, keeping the vector segments it mapped) must answer
+exactly as a reader that opens the same generation from nothing: same maps, same
+graph, same boilerplate, same hits with the same scores. Compared, not trusted."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import bump_mtime, write_files
+from vaultsearch import Vault
+from vaultsearch.search.snapshot import Snapshot
+from vaultsearch.store.graph import graph_data
+
+FOOTER = "## About these notes\n\nWritten for the river survey; corrections welcome.\n"
+QUERIES = ("river stone", "heron nesting", "survey corrections", "granite", "otter")
+
+
+def _note(i: int, links: str = "", footer: bool = True) -> str:
+    words = ("river stone", "heron nesting", "granite ledge", "otter tracks")[i % 4]
+    body = f"---\ntags: [t{i % 3}]\n---\n# Note {i}\n\nNote {i} is about {words} {i}.\n{links}\n"
+    return body + ("\n" + FOOTER if footer else "")
+
+
+def _vault(root: Path) -> Path:
+    files = {
+        f"n{i:02d}.md": _note(i, f"See [[n{(i + 1) % 24:02d}]].", i % 5 != 0) for i in range(24)
+    }
+    files["hub.md"] = "# Hub\n\n" + " ".join(f"[[n{i:02d}]]" for i in range(0, 24, 3)) + "\n"
+    files["sub/deep.md"] = "# Deep\n\nGranite under the river. [[hub]] [[missing note]]\n"
+    return write_files(root, files)
+
+
+def _write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    bump_mtime(path)
+
+
+def _steps(root: Path) -> list[tuple[str, Callable[[], None]]]:
+    def rename(a: str, b: str) -> Callable[[], None]:
+        def move() -> None:
+            (root / b).parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(root / a, root / b)
+
+        return move
+
+    return [
+        ("edit", lambda: _write(root, "n03.md", _note(3, "Now otter tracks too. [[hub]]"))),
+        ("new note linking in", lambda: _write(root, "new.md", "# New\n\nOtter [[n01]] [[n02]]\n")),
+        ("rename", rename("n05.md", "moved/n05b.md")),
+        ("delete a linked note", lambda: (root / "n07.md").unlink()),
+        ("it comes back", lambda: _write(root, "n07.md", _note(7, "Back. [[n08]]"))),
+        ("link target appears", lambda: _write(root, "missing note.md", "# Missing\n\nFound.\n")),
+        ("footer everywhere", lambda: [_write(root, f"n{i:02d}.md", _note(i)) for i in (0, 10)]),
+        ("many deleted", lambda: [(root / f"n{i:02d}.md").unlink() for i in range(12, 20)]),
+        (
+            "edit after deletes",
+            lambda: _write(root, "hub.md", "# Hub\n\nGranite [[n01]] [[new]]\n"),
+        ),
+        ("rename onto a deleted path", rename("n21.md", "n12.md")),
+    ]
+
+
+def _maps(snap: Snapshot) -> tuple[object, ...]:
+    return (
+        list(snap.notes.items()),
+        snap.note_by_path,
+        snap.note_of_chunk,
+        {k: v.tolist() for k, v in snap.chunks_by_note.items()},
+    )
+
+
+def _same_readers(followed: Snapshot, fresh: Snapshot) -> None:
+    assert followed.damaged == fresh.damaged == {}
+    g1, g2 = followed.reader("graph"), fresh.reader("graph")
+    assert graph_data(g1.graph) == graph_data(g2.graph)
+    assert len(g1) == len(g2)
+    for name in ("vectors", "sentences"):
+        r1, r2 = followed.reader(name), fresh.reader(name)
+        assert len(r1) == len(r2)
+        for s1, s2 in zip(r1.segments, r2.segments, strict=True):
+            assert s1.entry == s2.entry
+            assert np.array_equal(s1.ids, s2.ids) and np.array_equal(s1.rows, s2.rows)
+    assert followed.boilerplate == fresh.boilerplate
+
+
+def _answers(vault: Vault) -> list[object]:
+    out: list[object] = []
+    for query in QUERIES:
+        for mode in ("hybrid", "keyword", "semantic"):
+            hits = vault.search(query, top_k=8, mode=mode)
+            out.append((query, mode, hits.degraded, [h.to_dict() for h in hits]))
+    return out
+
+
+def _counts(vault: Vault) -> dict[str, object]:
+    return {k: v for k, v in vault.status().items() if isinstance(v, int | str)}
+
+
+@pytest.mark.parametrize("compact_min", [512, 2])
+def test_a_followed_snapshot_answers_as_a_fresh_one(
+    tmp_path: Path, embedder: object, monkeypatch: pytest.MonkeyPatch, compact_min: int
+) -> None:
+    """``compact_min`` 2: the graph delta is folded into a new base every few edits, so
+    the graph is read whole at some steps and followed at others."""
+    monkeypatch.setattr("vaultsearch.store.derived.graph.COMPACT_MIN", compact_min)
+    root = _vault(tmp_path / "vault")
+    writer = Vault.open(root)
+    writer.index()
+    reader = Vault.open(root)
+    assert _answers(reader)  # holds a snapshot and finds its boilerplate, as a server does
+    graph_read_whole = []
+    for label, step in _steps(root):
+        step()
+        writer.index()
+        followed = reader.orchestrator.snapshot()
+        assert followed.followed_paths is not None, label
+        assert followed.followed_paths, label
+        fresh = Snapshot.open(reader.layout, reader.config)
+        try:
+            assert _maps(followed) == _maps(fresh), label
+            _same_readers(followed, fresh)
+        finally:
+            fresh.close()
+        if not followed.reader("graph").followed:
+            graph_read_whole.append(label)
+        other = Vault.open(root)  # its own orchestrator: every generation read whole
+        try:
+            assert _answers(reader) == _answers(other), label
+            assert _counts(reader) == _counts(other), label
+        finally:
+            other.close()
+    if compact_min == 512:  # a base note deleted and back: its links from the base
+        assert graph_read_whole == ["it comes back", "rename onto a deleted path"]
+    else:
+        assert 0 < len(graph_read_whole) < len(_steps(root))
+    writer.close()
+    reader.close()
+
+
+def test_a_reader_that_missed_a_run_or_a_rebuild_reads_the_generation_whole(
+    tmp_path: Path, embedder: object
+) -> None:
+    root = _vault(tmp_path / "vault")
+    writer = Vault.open(root)
+    writer.index()
+    reader = Vault.open(root)
+    reader.search("river stone")
+    for i in (1, 2):  # two runs between two searches: the second lists changes since the first
+        _write(root, f"n0{i}.md", _note(i, "Otter otter."))
+        writer.index()
+    skipped = reader.orchestrator.snapshot()
+    assert skipped.followed_paths is None
+    _write(root, "n04.md", _note(4, "Heron heron."))
+    writer.index()
+    assert reader.orchestrator.snapshot().followed_paths == ["n04.md"]
+    writer.index(full=True)  # a new catalog file: nothing of the old one applies
+    rebuilt = reader.orchestrator.snapshot()
+    assert rebuilt.followed_paths is None
+    other = Vault.open(root)
+    try:
+        assert _answers(reader) == _answers(other)
+    finally:
+        other.close()
+    writer.close()
+    reader.close()
