@@ -6,6 +6,7 @@ graph, same boilerplate, same hits with the same scores. Compared, not trusted."
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,10 +15,13 @@ import pytest
 
 from tests.conftest import bump_mtime, write_files
 from vaultsearch import Vault
+from vaultsearch.search.idlepages import IdleRelease
 from vaultsearch.search.snapshot import Snapshot
 from vaultsearch.store.graph import graph_data
+from vaultsearch.store.segments import Segment, write_segment
 
 FOOTER = "## About these notes\n\nWritten for the river survey; corrections welcome.\n"
+HANG_GUARD = 60.0
 QUERIES = ("river stone", "heron nesting", "survey corrections", "granite", "otter")
 
 
@@ -171,3 +175,91 @@ def test_a_reader_that_missed_a_run_or_a_rebuild_reads_the_generation_whole(
         other.close()
     writer.close()
     reader.close()
+
+
+def test_a_cold_status_says_what_a_held_snapshot_says(tmp_path: Path, embedder: object) -> None:
+    """``status`` without a snapshot reads counts from the catalog, the state and each
+    index's ``counts``; with one it reads the readers: the same numbers, damaged or not."""
+    root = _vault(tmp_path / "vault")
+    with Vault.open(root) as writer:
+        writer.index()
+        _write(root, "n01.md", _note(1, "Otter."))
+        writer.index()
+    with Vault.open(root) as cold, Vault.open(root) as warm:
+        warm.search("river stone")
+        assert cold.status() == warm.status()
+        assert cold.orchestrator.held() is None  # it opened no snapshot
+        graph = warm.orchestrator.snapshot().generation.root / "graph.delta.json"
+        graph.write_bytes(graph.read_bytes() + b" ")  # parses, but not the bytes written
+    with Vault.open(root) as cold, Vault.open(root) as warm:
+        warm.search("river stone")
+        assert warm.orchestrator.snapshot().damaged
+        assert cold.status() == warm.status()
+        assert cold.status()["graph_edges"] == 0
+
+
+def test_an_idle_reader_gives_back_its_vector_pages(tmp_path: Path, embedder: object) -> None:
+    root = _vault(tmp_path / "vault")
+    with Vault.open(root) as vault:
+        vault.index()
+        first = vault.search("granite ledge", mode="semantic")
+        snap = vault.orchestrator.snapshot()
+        rows = (
+            snap.reader("vectors")
+            .segments[0]
+            .entry.files(snap.reader("vectors").segments[0]._folder)[1]
+        )
+        assert _resident_kb(rows) > 0
+        vault.orchestrator._release_pages()
+        assert _resident_kb(rows) == 0
+        assert vault.search("granite ledge", mode="semantic") == first
+
+
+def _resident_kb(path: Path) -> int:
+    """This process's resident pages of one mapped file (``/proc/self/smaps``)."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split()
+        if head and "-" in head[0] and len(head[0]) > 8 and ":" not in head[0]:
+            inside = len(head) > 5 and Path(head[5]).name == path.name
+        elif inside and head[0] == "Rss:":
+            total += int(head[1])
+    return total
+
+
+def test_the_idle_thread_releases_once_after_the_last_touch() -> None:
+    released = threading.Event()
+    calls: list[int] = []
+
+    def release() -> None:
+        calls.append(1)
+        released.set()
+
+    idle = IdleRelease(release, seconds=0.01)
+    for _ in range(3):
+        idle.touch()
+    assert released.wait(HANG_GUARD)
+    idle.touch()
+    released.clear()
+    assert released.wait(HANG_GUARD)
+    idle.close()
+    assert len(calls) == 2
+
+
+def test_rows_read_by_position_are_the_mapped_rows(tmp_path: Path) -> None:
+    """The sentence re-scorer reads rows with ``pread`` instead of the mapping: runs of
+    neighbours, single rows, the first and the last, as the mapping has them."""
+    rng = np.random.default_rng(5)
+    ids = np.arange(0, 4000, 2, dtype=np.int64)
+    rows = rng.random((len(ids), 12)).astype(np.float16)
+    entry = write_segment(tmp_path, "sentences-000001-000", ids, rows)
+    segment = Segment(entry, tmp_path)
+    for positions in (
+        [0],
+        [len(ids) - 1],
+        [3, 4, 5, 9, 10, 400, 1999],
+        sorted(rng.choice(2000, 300)),
+    ):
+        wanted = np.asarray(positions, dtype=np.int64)
+        assert np.array_equal(segment.take_rows(wanted), rows[wanted])
+    assert "rows" not in segment.__dict__  # never mapped

@@ -51,6 +51,11 @@ def _file_key(path: Any) -> tuple[int, int]:
     return (st.st_ino, st.st_mtime_ns)
 
 
+def read_generation_state(layout: IndexLayout, generation: Generation) -> dict[str, Any]:
+    """The state file as a reader sees it (empty when it cannot be read)."""
+    return _read_state(layout, generation)[1]
+
+
 def _stat_key(layout: IndexLayout, generation: Generation | None) -> StateKey:
     pointer = _file_key(layout.pointer)
     state = _file_key(generation.state) if generation is not None else (0, 0)
@@ -236,6 +241,12 @@ class Snapshot:
             for c in self.chunks_by_note.get(nid, ())
         ]
         return find_again(self.catalog.db, len(self.notes), prior, added)
+
+    def release_pages(self) -> None:
+        """Give back the pages of mapped files its readers hold (an idle reader)."""
+        for reader in self.readers.values():
+            if callable(release := getattr(reader, "release_pages", None)):
+                release()
 
     def is_stale(self) -> bool:
         return _stat_key(self.layout, self.generation) != self.key

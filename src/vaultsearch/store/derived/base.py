@@ -171,3 +171,8 @@ class DerivedIndex(Protocol):
     @staticmethod
     def status(reader: Any) -> dict[str, int]:
         """Counts ``vaultsearch status`` shows of its reader."""
+
+    def counts(self, state: dict[str, Any]) -> dict[str, int]:
+        """``status``'s counts without holding the reader's data (a cold ``vaultsearch
+        status`` loads no vectors and no graph), for a generation ``damage`` finds
+        whole: equal to ``status(self.reader())``."""

@@ -181,6 +181,14 @@ class GraphPart:
     def status(reader: Any) -> dict[str, int]:
         return {"graph_edges": len(reader)}
 
+    def counts(self, state: dict[str, Any]) -> dict[str, int]:
+        """The writer's count of the catalog's note-to-note links, which are the graph's
+        edges (``catalog.graph_counts``; ``check`` compares the graph with the catalog);
+        an index whose state has none is read."""
+        if isinstance(edges := state.get("links"), int) and self.path.is_file():
+            return {"graph_edges": edges}
+        return self.status(self.reader())
+
 
 def _base_key(path: Path) -> tuple[int, int, int]:
     """The base file's identity: generations share one base by hard link, so the same

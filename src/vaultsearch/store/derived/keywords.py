@@ -241,6 +241,10 @@ class KeywordPart:
     def status(reader: Any) -> dict[str, int]:
         return {"keyword_docs": len(reader)}
 
+    def counts(self, state: dict[str, Any]) -> dict[str, int]:
+        """Tantivy's own count: opening the index maps its files and reads its meta."""
+        return self.status(self.reader())
+
     def _index(self) -> KeywordIndex:
         assert self.index is not None, "open() first"
         return self.index

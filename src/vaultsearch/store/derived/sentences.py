@@ -96,7 +96,7 @@ class SentenceVectors:
     def _decoded(self, seg: Segment, rows: np.ndarray) -> np.ndarray:
         """These rows of a segment as float32 (bench/sentence_storage.py compares other
         storage by overriding this)."""
-        return decode_half(seg.rows[rows])
+        return decode_half(seg.take_rows(rows))
 
     def search(self, query: Query, k: int, allowed: Any = None) -> list[tuple[int, float]]:
         """The ``allowed`` chunks by their best sentence (every chunk when None: a full

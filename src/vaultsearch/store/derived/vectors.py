@@ -89,6 +89,10 @@ class VectorPart:
     def status(cls, reader: Any) -> dict[str, int]:
         return {cls.name: len(reader)}
 
+    def counts(self, state: dict[str, Any]) -> dict[str, int]:
+        """From the list alone: its live rows."""
+        return {self.name: len(read_list(self.path)) if self.path.is_file() else 0}
+
     def _rows(self, catalog: Catalog, chunk_ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """The (row id, vector) pairs these chunks put in the index."""
         key, dim = self.settings.embedding_key, self.settings.dimension
@@ -344,6 +348,10 @@ class VectorReader:
     @property
     def segments(self) -> list[Segment]:
         return self.vectors.segments
+
+    def release_pages(self) -> None:
+        for seg in self.segments:
+            seg.release_pages()
 
     def __len__(self) -> int:
         return len(self.vectors)
