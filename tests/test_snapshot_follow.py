@@ -84,7 +84,7 @@ def _maps(snap: Snapshot) -> tuple[object, ...]:
 def _same_readers(followed: Snapshot, fresh: Snapshot) -> None:
     assert followed.damaged == fresh.damaged == {}
     g1, g2 = followed.reader("graph"), fresh.reader("graph")
-    assert graph_data(g1.graph) == graph_data(g2.graph)
+    assert _shape(g1.graph) == _shape(g2.graph)
     assert len(g1) == len(g2)
     for name in ("vectors", "sentences"):
         r1, r2 = followed.reader(name), fresh.reader(name)
@@ -263,3 +263,69 @@ def test_rows_read_by_position_are_the_mapped_rows(tmp_path: Path) -> None:
         wanted = np.asarray(positions, dtype=np.int64)
         assert np.array_equal(segment.take_rows(wanted), rows[wanted])
     assert "rows" not in segment.__dict__  # never mapped
+
+
+def test_graph_records_followed_equal_the_base_with_the_delta_applied() -> None:
+    """The graph side alone, with deltas no writer needs to make: random records over
+    a base (notes deleted, back again, linking to notes that come and go, records left
+    unchanged while their targets change). Each followed graph must equal the base
+    with the whole delta applied, as a fresh reader builds it."""
+    import random
+
+    import networkx as nx
+
+    from vaultsearch.store.derived.graph import LinkGraph
+    from vaultsearch.store.graph import apply_records, followed
+
+    rng = random.Random(11)
+    paths = [f"p{i}.md" for i in range(30)]
+    base = nx.DiGraph()
+    for p in paths[:20]:
+        base.add_node(p, title=p, tags=[], aliases=[])
+    for _ in range(40):
+        a, b = rng.sample(paths[:20], 2)
+        base.add_edge(a, b, count=1, embeds=0)
+    base.graph["unresolved_links"] = 0
+
+    def fresh(records: dict[str, object]) -> nx.DiGraph:
+        g = base.copy()
+        apply_records(g, records)  # type: ignore[arg-type]
+        return g
+
+    header, key = {"nodes": 20, "crc32": 1}, (1, 1, 1)
+    records: dict[str, object] = {}
+    reader = LinkGraph(fresh(records), header, key, dict(records), frozenset(base))
+    ways = {"followed": 0, "whole": 0}
+    for _ in range(300):
+        records = dict(records)
+        for path in rng.sample(paths, rng.randint(1, 3)):
+            if rng.random() < 0.3:
+                records[path] = None
+                continue
+            now = fresh(records)
+            targets = [t for t in rng.sample(paths, 4) if t in now and t != path]
+            out = [[t, rng.randint(1, 2), 0] for t in sorted(targets)]
+            records[path] = {"title": path, "tags": [], "aliases": [], "out": out}
+            if rng.random() < 0.3:
+                records[path]["unresolved"] = {"gone": rng.randint(1, 3)}  # type: ignore[index]
+        changed = reader.changes_to(header, key, records)  # type: ignore[arg-type]
+        before = _shape(reader.graph)
+        if changed is None:
+            graph, ways["whole"] = fresh(records), ways["whole"] + 1
+        else:
+            graph, ways["followed"] = followed(reader.graph, changed), ways["followed"] + 1
+        expected = fresh(records)
+        assert _shape(reader.graph) == before  # a search may still be reading it
+        assert _shape(graph) == _shape(expected)
+        assert graph.graph["unresolved_links"] == expected.graph["unresolved_links"]
+        reader = LinkGraph(graph, header, key, dict(records), frozenset(base))  # type: ignore[arg-type]
+    assert ways["followed"] > 100 and ways["whole"] > 0
+
+
+def _shape(g: object) -> tuple[object, ...]:
+    """Nodes, edges and attributes, and each node's predecessors (what backlinks read,
+    kept in networkx apart from the edges ``graph_data`` lists)."""
+    import networkx as nx
+
+    assert isinstance(g, nx.DiGraph)
+    return graph_data(g), {n: sorted(g.predecessors(n)) for n in g}
