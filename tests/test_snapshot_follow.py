@@ -329,3 +329,26 @@ def _shape(g: object) -> tuple[object, ...]:
 
     assert isinstance(g, nx.DiGraph)
     return graph_data(g), {n: sorted(g.predecessors(n)) for n in g}
+
+
+def test_check_reads_the_list_of_changed_notes(tmp_path: Path, embedder: object) -> None:
+    """A reader trusts the list to know what to read again: ``check`` finds one no writer
+    would make, even under a checksum made to match."""
+    from vaultsearch.store.manifest import read_state, write_state
+    from vaultsearch.store.verify import verify_store
+
+    root = _vault(tmp_path / "vault")
+    with Vault.open(root) as vault:
+        vault.index()
+        _write(root, "n01.md", _note(1, "Otter."))
+        vault.index()
+        generation = vault.layout.current()
+        assert generation is not None
+        state = read_state(generation.root)
+        assert state is not None and state["changes"]["paths"] == ["n01.md"]
+        assert verify_store(vault.layout, vault.config).ok
+        body = {k: v for k, v in state.items() if k != "checksum"}
+        write_state(generation.root, {**body, "changes": {"since": "1", "paths": ["n01.md"]}})
+        assert verify_store(vault.layout, vault.config).problems == [
+            "state: its list of changed notes is not one a writer makes"
+        ]
