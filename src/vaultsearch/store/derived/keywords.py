@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import struct
 import tempfile
@@ -163,13 +164,25 @@ def _meta_digest(folder: Path) -> str | None:
 
 
 def _footer_ok(path: Path) -> bool:
+    """Read in blocks, not whole: a cold reader checks every segment file once, and the
+    largest (the doc store) would otherwise be its peak of memory."""
     try:
-        data = path.read_bytes()
-        length, magic = struct.unpack("<II", data[-8:])
-        if magic != _FOOTER_MAGIC or length + 8 > len(data):
-            return False
-        footer = json.loads(data[-8 - length : -8])
-        return zlib.crc32(data[: -8 - length]) == int(footer["crc"])
+        with path.open("rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size < 8:
+                return False
+            fh.seek(size - 8)
+            length, magic = struct.unpack("<II", fh.read(8))
+            if magic != _FOOTER_MAGIC or length + 8 > size:
+                return False
+            body = size - 8 - length
+            fh.seek(body)
+            footer = json.loads(fh.read(length))
+            fh.seek(0)
+            crc, left = 0, body
+            while left > 0 and (block := fh.read(min(left, 1 << 20))):
+                crc, left = zlib.crc32(block, crc), left - len(block)
+        return left == 0 and crc == int(footer["crc"])
     except (OSError, ValueError, KeyError, TypeError, struct.error):
         return False
 

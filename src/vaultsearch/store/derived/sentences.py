@@ -69,9 +69,10 @@ class SentencePart(VectorPart):
 
 
 class SentenceVectors:
-    """What a search reads: the segments' rows, mapped, found by chunk with a binary
-    search of each segment's ids (in id order). Scoring a few thousand of them by FAISS
-    id lookups cost ~2 ms a query at 279,135 sentences; slices cost a fraction of that."""
+    """What a search reads: the segments' rows, found by chunk with a binary search of
+    each segment's (mapped) ids, in id order, and read by position from the rows file
+    (``Segment.take_rows``). Scoring a few thousand of them by FAISS id lookups cost
+    ~2 ms a query at 279,135 sentences; slices cost a fraction of that."""
 
     def __init__(self, dim: int, segments: Sequence[Segment] = ()) -> None:
         self.dim = dim
