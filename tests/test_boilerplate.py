@@ -74,11 +74,44 @@ def test_a_text_shared_by_few_notes_is_not_boilerplate(tmp_path: Path) -> None:
     rows = [(i, i, "shared footer") for i in range(1, 8)]  # 7 of 12 notes, under LEAST
     rows += [(100 + i, i, f"own text {i}") for i in range(1, 13)]
     db.executemany("INSERT INTO chunks VALUES (?, ?, ?)", rows)
-    assert boilerplate.find(db, 12) == frozenset()
+    assert boilerplate.find(db, 12).chunks == frozenset()
     rows = [(200 + i, i, "shared footer") for i in range(8, 13)]  # now in every note
     db.executemany("INSERT INTO chunks VALUES (?, ?, ?)", rows)
-    assert boilerplate.find(db, 12) == {*range(1, 8), *range(208, 213)}
-    assert boilerplate.find(db, 30) == frozenset()  # 12 of 30 notes is not most
+    assert boilerplate.find(db, 12).chunks == {*range(1, 8), *range(208, 213)}
+    assert boilerplate.find(db, 30).chunks == frozenset()  # 12 of 30 notes is not most
+
+
+def test_found_again_from_the_change_equals_found_whole() -> None:
+    """``find_again`` looks only at the lengths of the previous answer and of the added
+    chunks: after each change it must give what a whole ``find`` gives."""
+    import random
+    import sqlite3
+
+    rng = random.Random(3)
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, note_id INTEGER, text TEXT)")
+    texts = ["footer A", "footer BB", "a longer shared header", *(f"own {i}" for i in range(40))]
+    next_id, notes = 1, 24
+    for note in range(1, notes + 1):
+        for text in [*rng.sample(texts[:3], rng.randint(0, 3)), f"own {note}"]:
+            db.execute("INSERT INTO chunks VALUES (?, ?, ?)", (next_id, note, text))
+            next_id += 1
+    found = boilerplate.find(db, notes)
+    kinds = set()
+    for _ in range(60):
+        note = rng.randint(1, notes + 2)
+        db.execute("DELETE FROM chunks WHERE note_id = ?", (note,))
+        added = []
+        for text in rng.sample(texts, rng.randint(0, 3)):
+            db.execute("INSERT INTO chunks VALUES (?, ?, ?)", (next_id, note, text))
+            added.append(next_id)
+            next_id += 1
+        notes = max(notes, note) if rng.random() < 0.8 else max(notes - 2, 12)
+        again = boilerplate.find_again(db, notes, found, added)
+        found = boilerplate.find(db, notes)
+        assert again == found
+        kinds.add(len(found.chunks) > 0)
+    assert kinds == {True, False}  # the changes made and unmade boilerplate
 
 
 def test_weigh_down_scales_and_reorders() -> None:

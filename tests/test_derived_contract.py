@@ -366,3 +366,32 @@ def test_a_search_without_it_says_so_or_stops(
         hits = vault.orchestrator.search(TOPICS["Comet.md"], mode="hybrid")
         assert hits.degraded is not None and cls.label in hits.degraded
         assert len(hits) > 0, "the search went on without it"
+
+
+@BY_NAME
+def test_a_reader_made_from_the_earlier_ones_answers_as_a_fresh_one(
+    cls: type[DerivedIndex], world: World, tmp_path: Path
+) -> None:
+    """A long-lived reader opens the next generation from the reader it holds (mapped
+    segments kept, graph records applied): every answer and count as a fresh open."""
+    first, second = generation(tmp_path, "g000001"), generation(tmp_path, "g000002")
+    build(cls, world, first)
+    recorded = update(cls, world, first, second)
+    old, new = world.catalog(world.before), world.catalog(world.after)
+    try:
+        earlier = cls(first, world.settings).reader()
+        assert answer(cls, earlier, world, old, "Bakery.md") is not None  # its files read
+        followed = cls(second, world.settings).reader(earlier)
+        fresh = cls(second, world.settings).reader()
+        allowed = np.asarray(new.chunk_ids())
+        for path in TOPICS:
+            if cls.role == "boost":
+                assert followed.neighbours(path) == fresh.neighbours(path), path
+            else:
+                q = world.query(path)
+                assert followed.search(q, 50, allowed) == fresh.search(q, 50, allowed), path
+        assert cls.status(followed) == cls.status(fresh)
+        assert cls(second, world.settings).counts(recorded) == cls.status(fresh)
+    finally:
+        old.close()
+        new.close()

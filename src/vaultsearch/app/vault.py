@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from vaultsearch.models import SearchHits
     from vaultsearch.search.orchestrator import QueryOrchestrator
     from vaultsearch.search.request import SearchRequest, VaultTerms
+    from vaultsearch.search.snapshot import Snapshot
+    from vaultsearch.store.catalog import Catalog
     from vaultsearch.store.milvus.writer import PushSummary
     from vaultsearch.store.verify import CheckReport
 
@@ -280,18 +282,29 @@ class Vault:
     def sources(self) -> list[dict[str, Any]]:
         """Every source with what the index holds of it: name, type, path or url,
         files, chunks, failures, when it was last read (and from which commit)."""
+        if not self.layout.exists():
+            return self._sources(None)
+        from vaultsearch.search.glance import glance
+
+        with glance(self.layout, self.config, self._held()) as view:
+            return self._sources(view.catalog)
+
+    def _sources(self, catalog: Catalog | None) -> list[dict[str, Any]]:
         from vaultsearch.indexing.manager import read_sources_state
 
         state = read_sources_state(self.index_dir)
         counts: dict[str, list[int]] = {}
-        if self.layout.exists():
-            snap = self.orchestrator.snapshot()
-            for nid, note in snap.notes.items():
-                c = counts.setdefault(note.source or VAULT_SOURCE, [0, 0, 0])
-                c[0] += 1
-                c[1] += len(snap.chunks_by_note.get(nid, ()))
-            split = self.manager().sources.split
-            for path in snap.catalog.failures():
+        if catalog is not None:
+            source = catalog.column("source")
+            for name, files, chunks in catalog.db.execute(
+                f"SELECT {source}, COUNT(*), SUM((SELECT COUNT(*) FROM chunks c"
+                f" WHERE c.note_id = n.id)) FROM notes n GROUP BY {source}"
+            ):
+                counts[name or VAULT_SOURCE] = [files, chunks or 0, 0]
+            failures = catalog.failures()
+            split = self.manager().sources.split if failures else None
+            for path in failures:
+                assert split is not None
                 counts.setdefault(split(path)[0] or VAULT_SOURCE, [0, 0, 0])[2] += 1
         rows = [(VAULT_SOURCE, "folder", str(self.root), "")]
         rows += [(s.name, s.type, s.location, s.branch) for s in self.config.sources]
@@ -330,20 +343,22 @@ class Vault:
         links, broken links: the numbers every surface shows) from the snapshot's
         catalog, and beside them the derived indexes' own sizes (vectors, keyword
         documents, graph edges), which ``check`` compares with those."""
-        from vaultsearch.store.derived import DERIVED  # the index stack, loaded by then
+        from vaultsearch.search.glance import glance
 
         self.require_index()
-        snap = self.orchestrator.snapshot()
-        generation = snap.generation
-        state = read_state(generation.root) or {}
+        with glance(self.layout, self.config, self._held()) as view:
+            generation = view.generation
+            state = read_state(generation.root) or {}
+            failed = {p: r for p, (r, _, _) in view.catalog.failures().items()}
+            counts = index_counts(view.catalog, state)
+            derived = view.derived
+            sources = self._sources(view.catalog)
         manifest = read_manifest(generation.root) or {}
-        failed = {p: r for p, (r, _, _) in snap.catalog.failures().items()}
         embedding = manifest.get("embedding", {})
-        counts = index_counts(snap.catalog, state)
         return {
             "vault": str(self.root),
             "index_dir": str(self.index_dir),
-            **{k: v for c in DERIVED for k, v in c.status(snap.reader(c.name)).items()},
+            **derived,
             **counts.to_dict(),
             "counts_line": counts.line(),
             "failed": failed,
@@ -356,8 +371,13 @@ class Vault:
             "generation_folder": generation.name,
             "write_error": write_error(self.index_dir),
             "config": self.config.source,
-            "sources": self.sources(),
+            "sources": sources,
         }
+
+    def _held(self) -> Snapshot | None:
+        """The snapshot this Vault's searches hold, if one is open: ``status`` answers
+        from it, else from the catalog and the state alone (``search/glance.py``)."""
+        return self._orchestrator.held() if self._orchestrator is not None else None
 
     # --- search ---------------------------------------------------------------
     @property

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 SHARE = 0.5
 """A text in more than this share of the notes is boilerplate."""
@@ -22,11 +23,24 @@ WEIGHT = 0.1
 found when nothing else matches."""
 
 
-def find(db: sqlite3.Connection, notes: int) -> frozenset[int]:
-    """The ids of chunks whose exact text is in more than ``SHARE`` of ``notes`` notes.
-    Candidate lengths are counted in SQL first, so only texts of a length that many
-    notes share are read into Python."""
-    least = max(LEAST, int(notes * SHARE) + 1)
+@dataclass(frozen=True, slots=True)
+class Boilerplate:
+    chunks: frozenset[int]
+    lengths: frozenset[int]
+    """The text lengths of its chunks: where a later generation looks again."""
+    least: int
+    """The number of notes a text had to be in."""
+
+
+def _least(notes: int) -> int:
+    return max(LEAST, int(notes * SHARE) + 1)
+
+
+def find(db: sqlite3.Connection, notes: int) -> Boilerplate:
+    """The chunks whose exact text is in more than ``SHARE`` of ``notes`` notes.
+    Candidate lengths are counted in SQL first (from the catalog's index on chunk
+    length), so only texts of a length that many notes share are read into Python."""
+    least = _least(notes)
     lengths = [
         n
         for (n,) in db.execute(
@@ -34,17 +48,47 @@ def find(db: sqlite3.Connection, notes: int) -> frozenset[int]:
             (least,),
         )
     ]
-    if not lengths:
-        return frozenset()
-    marks = ",".join("?" * len(lengths))
+    return _of_lengths(db, lengths, least)
+
+
+def find_again(
+    db: sqlite3.Connection, notes: int, previous: Boilerplate, added: Sequence[int]
+) -> Boilerplate:
+    """``find`` for a generation whose only new chunks are ``added``, from the previous
+    generation's answer: a text's count of notes changed only if a changed note holds
+    or held it, a removed chunk only lowers it, and an added chunk has one of the
+    lengths looked at again; so, unless fewer notes are needed than before, no text of
+    another length can have become boilerplate."""
+    least = _least(notes)
+    if least < previous.least:
+        return find(db, notes)
+    lengths = set(previous.lengths)
+    for start in range(0, len(added), 500):
+        part = [int(c) for c in added[start : start + 500]]
+        marks = ",".join("?" * len(part))
+        lengths.update(
+            n for (n,) in db.execute(f"SELECT length(text) FROM chunks WHERE id IN ({marks})", part)
+        )
+    return _of_lengths(db, sorted(lengths), least)
+
+
+def _of_lengths(db: sqlite3.Connection, lengths: Sequence[int], least: int) -> Boilerplate:
     by_text: dict[str, tuple[set[int], list[int]]] = {}
-    for cid, nid, text in db.execute(
-        f"SELECT id, note_id, text FROM chunks WHERE length(text) IN ({marks})", lengths
-    ):
-        notes_, ids = by_text.setdefault(text, (set(), []))
-        notes_.add(nid)
-        ids.append(cid)
-    return frozenset(c for ns, ids in by_text.values() if len(ns) >= least for c in ids)
+    for start in range(0, len(lengths), 500):
+        part = list(lengths[start : start + 500])
+        marks = ",".join("?" * len(part))
+        for cid, nid, text in db.execute(
+            f"SELECT id, note_id, text FROM chunks WHERE length(text) IN ({marks})", part
+        ):
+            notes_, ids = by_text.setdefault(text, (set(), []))
+            notes_.add(nid)
+            ids.append(cid)
+    found = {t: ids for t, (ns, ids) in by_text.items() if len(ns) >= least}
+    return Boilerplate(
+        frozenset(c for ids in found.values() for c in ids),
+        frozenset(len(t) for t in found),
+        least,
+    )
 
 
 def weigh_down(

@@ -27,6 +27,7 @@ from vaultsearch.search.boilerplate import weigh_down
 from vaultsearch.search.confidence import Evidence, confidence, coverage, idf
 from vaultsearch.search.expansion import QueryExpander
 from vaultsearch.search.filters import NoteMeta, SearchFilters
+from vaultsearch.search.idlepages import IdleRelease
 from vaultsearch.search.query import ParsedQuery, parse_query, words
 from vaultsearch.search.ranking import Candidate, FusionSettings, complete, extend, fuse
 from vaultsearch.search.request import KINDS, MAX_TOP_K, MODES
@@ -70,6 +71,8 @@ class QueryOrchestrator:
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="vaultsearch-query")
         self._lock = threading.Lock()
         self._snapshot: Snapshot | None = None
+        self._reopen = False
+        self._idle = IdleRelease(self._release_pages)
         self._reranker: Reranker | None = None
         self._expander: QueryExpander | None = None
         self.last_timings: dict[str, float] = {}
@@ -80,16 +83,28 @@ class QueryOrchestrator:
         thread may still be reading it, and it closes itself when the last user drops it."""
         with self._lock:
             snap = self._snapshot
-            if snap is None or snap.is_stale():
-                snap = Snapshot.open(self.layout, self.config)
-                self._snapshot = snap
+            if snap is None or self._reopen or snap.is_stale():
+                snap = Snapshot.open(self.layout, self.config, previous=snap)
+                self._snapshot, self._reopen = snap, False
             return snap
 
+    def held(self) -> Snapshot | None:
+        """The snapshot already open, if any (nothing is opened)."""
+        return self._snapshot
+
     def refresh(self) -> None:
+        """Open the generation again at the next query (new settings, or a run of this
+        process): following the one held, so only what changed is read again."""
         with self._lock:
-            self._snapshot = None
+            self._reopen = True
+
+    def _release_pages(self) -> None:
+        snap = self._snapshot
+        if snap is not None:
+            snap.release_pages()
 
     def close(self) -> None:
+        self._idle.close()
         with self._lock:
             if self._snapshot is not None:
                 self._snapshot.close()
@@ -113,6 +128,8 @@ class QueryOrchestrator:
                 f"The catalog cannot be read ({type(exc).__name__}: {first}).",
                 fix="vaultsearch check --repair",
             ) from exc
+        finally:
+            self._idle.touch()
 
     def _search(
         self,

@@ -24,7 +24,8 @@ import numpy as np
 
 from vaultsearch.config import Config
 from vaultsearch.errors import IndexCorruptError, IndexMissingError
-from vaultsearch.search import boilerplate
+from vaultsearch.search import refresh
+from vaultsearch.search.boilerplate import Boilerplate, find, find_again
 from vaultsearch.search.filters import NoteMeta, SearchFilters
 from vaultsearch.store.catalog import Catalog, ChunkRow
 from vaultsearch.store.derived import DERIVED, DerivedSettings, Lexicon
@@ -48,6 +49,11 @@ def _file_key(path: Any) -> tuple[int, int]:
     except OSError:
         return (0, 0)
     return (st.st_ino, st.st_mtime_ns)
+
+
+def read_generation_state(layout: IndexLayout, generation: Generation) -> dict[str, Any]:
+    """The state file as a reader sees it (empty when it cannot be read)."""
+    return _read_state(layout, generation)[1]
 
 
 def _stat_key(layout: IndexLayout, generation: Generation | None) -> StateKey:
@@ -88,14 +94,33 @@ class Snapshot:
     damaged: dict[str, str] = field(default_factory=dict)
     """Derived index -> why it cannot be trusted, found at open; its reader is its empty
     stand-in (but for the ``Lexicon``'s) and a search says what it went without."""
+    commit: int = 0
+    """The catalog commit (meta ``generation``) whose rows the maps hold."""
+    followed_paths: list[str] | None = None
+    """The notes read again when it followed an older snapshot; None: loaded whole."""
+    prior_boilerplate: Boilerplate | None = None
+    """The followed snapshot's boilerplate, when it had found it."""
+
+    def followed(self) -> refresh.Followed | None:
+        """What a newer snapshot may follow: maps of a whole generation only."""
+        if self.commit <= 0:
+            return None
+        maps = refresh.NoteMaps(
+            self.notes, self.note_by_path, self.note_of_chunk, self.chunks_by_note
+        )
+        return refresh.Followed(self.generation.catalog, self.commit, maps)
 
     @classmethod
-    def open(cls, layout: IndexLayout, config: Config) -> Snapshot:
-        """The newest whole generation; waits out a commit in progress (bounded)."""
+    def open(
+        cls, layout: IndexLayout, config: Config, previous: Snapshot | None = None
+    ) -> Snapshot:
+        """The newest whole generation; waits out a commit in progress (bounded).
+        ``previous``: this process's snapshot of an older generation, which the new one
+        takes what did not change from (``search/refresh.py``); it is not changed."""
         deadline = time.monotonic() + SETTLE_SECONDS
         while True:
             try:
-                snap, whole = cls._open_once(layout, config)
+                snap, whole = cls._open_once(layout, config, previous)
             except IndexMissingError:
                 raise
             except Exception as exc:
@@ -109,7 +134,9 @@ class Snapshot:
             time.sleep(0.02)
 
     @classmethod
-    def _open_once(cls, layout: IndexLayout, config: Config) -> tuple[Snapshot, bool]:
+    def _open_once(
+        cls, layout: IndexLayout, config: Config, previous: Snapshot | None
+    ) -> tuple[Snapshot, bool]:
         held = hold_published(layout)
         if held is None:
             raise IndexMissingError(
@@ -117,7 +144,7 @@ class Snapshot:
             )
         hold, catalog = held
         try:
-            return cls._open_held(layout, config, hold, catalog)
+            return cls._open_held(layout, config, hold, catalog, previous)
         except BaseException:
             catalog.close()
             hold.release()
@@ -125,29 +152,30 @@ class Snapshot:
 
     @classmethod
     def _open_held(
-        cls, layout: IndexLayout, config: Config, hold: ReaderHold, catalog: Catalog
+        cls,
+        layout: IndexLayout,
+        config: Config,
+        hold: ReaderHold,
+        catalog: Catalog,
+        previous: Snapshot | None,
     ) -> tuple[Snapshot, bool]:
         """``catalog`` is in the read transaction that shows ``hold``'s generation; it
-        stays open for the snapshot's life (chunk texts are read as results need them)."""
+        stays open for the snapshot's life (chunk texts are read as results need them).
+        ``previous``: followed where the writer recorded what changed since it."""
         generation = hold.generation
         key, state = _read_state(layout, generation)
         manifest = read_manifest(generation.root) or {}
         settings = settings_of(generation, config)
-        readers, damaged = _readers(generation, settings, state)
+        readers, damaged = _readers(
+            generation, settings, state, previous.readers if previous is not None else {}
+        )
         generation_no = catalog.generation
-        added = ", ".join(catalog.column(c) for c in ("source", "kind", "language"))
-        notes = {
-            r[0]: NoteMeta(
-                r[0], r[1], r[2], tuple(json.loads(r[3])), json.loads(r[4]), r[5], *r[6:]
-            )
-            for r in catalog.db.execute(
-                f"SELECT id, path, title, tags, frontmatter, date, {added} FROM notes"
-            )
-        }
-        pairs = np.array(
-            catalog.db.execute("SELECT id, note_id FROM chunks ORDER BY note_id, id").fetchall(),
-            dtype=np.int64,
-        ).reshape(-1, 2)
+        followed = None if previous is None else previous.followed()
+        paths = refresh.changed_paths(followed, generation.catalog, generation_no, state)
+        if followed is not None and paths is not None:
+            maps = refresh.follow(followed.maps, catalog, paths)
+        else:
+            maps = refresh.load(catalog)
         # the state file is written before the catalog commit that names its generation:
         # once it names the catalog's commit, a count that differs is damage, not a
         # commit still in progress
@@ -160,12 +188,6 @@ class Snapshot:
                 damaged[index.name] = (
                     f"it holds {len(reader)} entries, the writer recorded {recorded}"
                 )
-        note_of_chunk = dict(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist(), strict=True))
-        chunks_by_note: dict[int, np.ndarray] = {}
-        if len(pairs):
-            splits = np.flatnonzero(np.diff(pairs[:, 1])) + 1
-            for part in np.split(pairs, splits):
-                chunks_by_note[int(part[0, 1])] = part[:, 0].copy()
         snap = cls(
             layout=layout,
             generation=generation,
@@ -174,12 +196,19 @@ class Snapshot:
             catalog=catalog,
             settings=settings,
             readers=readers,
-            notes=notes,
-            note_by_path={n.path: i for i, n in notes.items()},
-            note_of_chunk=note_of_chunk,
-            chunks_by_note=chunks_by_note,
+            notes=maps.notes,
+            note_by_path=maps.note_by_path,
+            note_of_chunk=maps.note_of_chunk,
+            chunks_by_note=maps.chunks_by_note,
             model=(manifest.get("embedding") or {}).get("model"),
             damaged=damaged,
+            commit=generation_no,
+            followed_paths=paths,
+            prior_boilerplate=(
+                previous.__dict__.get("boilerplate_found")
+                if previous is not None and paths is not None
+                else None
+            ),
         )
         return snap, whole
 
@@ -193,11 +222,31 @@ class Snapshot:
         """The reader that analyses every query (the index whose ``analyses`` is set)."""
         return cast(Lexicon, next(self.readers[c.name] for c in DERIVED if c.analyses))
 
-    @functools.cached_property
+    @property
     def boilerplate(self) -> frozenset[int]:
         """Chunks repeated across most notes (``boilerplate.find``), found at the first
-        search of the generation: one scan of the chunk lengths."""
-        return boilerplate.find(self.catalog.db, len(self.notes))
+        search of the generation: one scan of the chunk lengths, or, following an older
+        snapshot that had found them, a look at the lengths the change touched."""
+        return self.boilerplate_found.chunks
+
+    @functools.cached_property
+    def boilerplate_found(self) -> Boilerplate:
+        prior, self.prior_boilerplate = self.prior_boilerplate, None
+        if prior is None or self.followed_paths is None:
+            return find(self.catalog.db, len(self.notes))
+        added = [
+            int(c)
+            for p in self.followed_paths
+            if (nid := self.note_by_path.get(p)) is not None
+            for c in self.chunks_by_note.get(nid, ())
+        ]
+        return find_again(self.catalog.db, len(self.notes), prior, added)
+
+    def release_pages(self) -> None:
+        """Give back the pages of mapped files its readers hold (an idle reader)."""
+        for reader in self.readers.values():
+            if callable(release := getattr(reader, "release_pages", None)):
+                release()
 
     def is_stale(self) -> bool:
         return _stat_key(self.layout, self.generation) != self.key
@@ -248,7 +297,10 @@ class Snapshot:
 
 
 def _readers(
-    generation: Generation, settings: DerivedSettings, state: dict[str, Any]
+    generation: Generation,
+    settings: DerivedSettings,
+    state: dict[str, Any],
+    previous: dict[str, Any],
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """Each derived index's reader, and the ones found damaged at open. A damaged index
     is read as its empty stand-in so the search can go on without it and say so; the
@@ -261,7 +313,7 @@ def _readers(
         reason = part.damage(state)
         if reason is None or cls.analyses:
             try:
-                readers[cls.name] = part.reader()
+                readers[cls.name] = part.reader(previous.get(cls.name))
             except IndexCorruptError:
                 raise
             except Exception as exc:

@@ -128,7 +128,11 @@ next run fills them in (``fill_link_keys``)."""
 _KEY_INDEXES = """
 CREATE INDEX IF NOT EXISTS links_by_target_key ON links(target_key);
 CREATE INDEX IF NOT EXISTS links_by_label_key ON links(label_key);
+CREATE INDEX IF NOT EXISTS chunks_by_length ON chunks(length(text), note_id);
 """
+"""``chunks_by_length``: the boilerplate search (``search/boilerplate.py``) counts notes
+by chunk length from it without reading a text (12 ms instead of 155 ms at 45k chunks),
+and a reader following an edit reads only the chunks of a few lengths."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from vaultsearch.store.generations import hold_published
 from vaultsearch.store.keywords import tokenizer_name
 from vaultsearch.store.layout import Generation, IndexLayout
 from vaultsearch.store.manifest import read_json, state_checksum
-from vaultsearch.store.writer import catalog_problems
+from vaultsearch.store.writer import MAX_CHANGES, catalog_problems
 
 _COUNTED = {"vectors": "vectors", "keywords": "keyword_docs"}
 
@@ -93,6 +93,25 @@ def _embedding_key(embedding: dict[str, Any], config: Config) -> str:
         return model_id(config.embedding.model)
 
 
+def _changes_problem(state: dict[str, Any]) -> str | None:
+    """The notes a run lists as changed (``GenerationWriter._changes``), which a reader
+    following the writer reloads: a list of paths since an earlier commit, or none."""
+    changes = state.get("changes")
+    if changes is None:
+        return None
+    since = changes.get("since") if isinstance(changes, dict) else None
+    paths = changes.get("paths") if isinstance(changes, dict) else None
+    if (
+        not isinstance(since, int)
+        or not 0 <= since <= int(state.get("generation") or 0)
+        or not isinstance(paths, list)
+        or len(paths) > MAX_CHANGES
+        or not all(isinstance(p, str) for p in paths)
+    ):
+        return "state: its list of changed notes is not one a writer makes"
+    return None
+
+
 def verify_store(layout: IndexLayout, config: Config) -> CheckReport:
     report = CheckReport()
     generation = layout.current()
@@ -139,6 +158,8 @@ def _compare(report: CheckReport, generation: Generation, catalog: Catalog, conf
         report.problems.append(
             f"state: commit {state.get('generation')} != catalog {catalog.generation}"
         )
+    elif (problem := _changes_problem(state)) is not None:
+        report.problems.append(problem)
     for cls in DERIVED:
         part = cls(generation, settings)
         try:

@@ -19,6 +19,10 @@ from vaultsearch.store.generations import create_generation
 from vaultsearch.store.layout import Generation, IndexLayout
 from vaultsearch.store.manifest import write_manifest, write_state
 
+MAX_CHANGES = 4096
+"""More changed paths than this are not listed in the state file (a reader loads such a
+generation whole, which then costs about what following the list would)."""
+
 
 class GenerationWriter:
     def __init__(
@@ -31,6 +35,9 @@ class GenerationWriter:
         try:
             if shared:
                 self.catalog.begin_run()
+            # the commit this run starts from: a reader at it follows ``changed``
+            self.since = self.catalog.generation if shared and not fresh else None
+            self.changed: set[str] = set()
             self.parts: list[DerivedIndex] = [cls(generation, settings) for cls in DERIVED]
             for part in self.parts:
                 part.open(fresh)
@@ -47,6 +54,7 @@ class GenerationWriter:
         ]
 
     def apply(self, batch: Batch) -> None:
+        self.changed.update(batch.changed_paths)
         for part in self.parts:
             part.apply(batch)
 
@@ -62,12 +70,22 @@ class GenerationWriter:
             **counts,
             "last_indexed": datetime.now(UTC).isoformat(timespec="seconds"),
             "last_run": last_run,
+            "changes": self._changes(),
         }
         write_state(self.generation.root, state)
         fsync_tree(self.generation.root)
         fsync_dir(self.generation.root.parent)
         self.catalog.finish(self.generation.name)
         return state
+
+    def _changes(self) -> dict[str, Any] | None:
+        """The notes this run changed since the commit it started from, so a reader of
+        that commit reloads those and keeps the rest (``search/refresh.py``); None when a
+        reader must load the generation whole (a new catalog, rebuilt indexes, a long
+        list). Every note row and chunk row a run writes goes through a ``Batch``."""
+        if self.since is None or len(self.changed) > MAX_CHANGES:
+            return None
+        return {"since": self.since, "paths": sorted(self.changed)}
 
     def close(self) -> None:
         self.catalog.close()

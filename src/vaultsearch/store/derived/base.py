@@ -145,9 +145,11 @@ class DerivedIndex(Protocol):
         at when a reader opens it (present, the digest the state file recorded); None
         when it looks whole. ``check`` is the thorough look."""
 
-    def reader(self) -> Any:
+    def reader(self, previous: Any = None) -> Any:
         """What a search reads (a ``Reader``; for a boost, ``neighbours`` and ``len``):
-        opened read-only, without a lock or a write."""
+        opened read-only, without a lock or a write. ``previous``: this index's reader
+        of an older generation in the same process, from which it may take what did not
+        change (mapped segments, the graph); any reader, or None, must do."""
 
     @classmethod
     def empty(cls, settings: DerivedSettings) -> Any:
@@ -169,3 +171,8 @@ class DerivedIndex(Protocol):
     @staticmethod
     def status(reader: Any) -> dict[str, int]:
         """Counts ``vaultsearch status`` shows of its reader."""
+
+    def counts(self, state: dict[str, Any]) -> dict[str, int]:
+        """``status``'s counts without holding the reader's data (a cold ``vaultsearch
+        status`` loads no vectors and no graph), for a generation ``damage`` finds
+        whole: equal to ``status(self.reader())``."""

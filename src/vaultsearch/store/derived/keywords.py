@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import struct
 import tempfile
@@ -163,13 +164,25 @@ def _meta_digest(folder: Path) -> str | None:
 
 
 def _footer_ok(path: Path) -> bool:
+    """Read in blocks, not whole: a cold reader checks every segment file once, and the
+    largest (the doc store) would otherwise be its peak of memory."""
     try:
-        data = path.read_bytes()
-        length, magic = struct.unpack("<II", data[-8:])
-        if magic != _FOOTER_MAGIC or length + 8 > len(data):
-            return False
-        footer = json.loads(data[-8 - length : -8])
-        return zlib.crc32(data[: -8 - length]) == int(footer["crc"])
+        with path.open("rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size < 8:
+                return False
+            fh.seek(size - 8)
+            length, magic = struct.unpack("<II", fh.read(8))
+            if magic != _FOOTER_MAGIC or length + 8 > size:
+                return False
+            body = size - 8 - length
+            fh.seek(body)
+            footer = json.loads(fh.read(length))
+            fh.seek(0)
+            crc, left = 0, body
+            while left > 0 and (block := fh.read(min(left, 1 << 20))):
+                crc, left = zlib.crc32(block, crc), left - len(block)
+        return left == 0 and crc == int(footer["crc"])
     except (OSError, ValueError, KeyError, TypeError, struct.error):
         return False
 
@@ -240,6 +253,10 @@ class KeywordPart:
     @staticmethod
     def status(reader: Any) -> dict[str, int]:
         return {"keyword_docs": len(reader)}
+
+    def counts(self, state: dict[str, Any]) -> dict[str, int]:
+        """Tantivy's own count: opening the index maps its files and reads its meta."""
+        return self.status(self.reader())
 
     def _index(self) -> KeywordIndex:
         assert self.index is not None, "open() first"
@@ -314,7 +331,9 @@ class KeywordPart:
         problems = segment_problems(self.folder, once=True) if recorded is not None else []
         return problems[0].removeprefix("keywords: ") if problems else None
 
-    def reader(self) -> GuardedReader:
+    def reader(self, previous: Any = None) -> GuardedReader:
+        """A new searcher whatever ``previous`` (Tantivy maps each segment file once per
+        open; its own cache is per index)."""
         index = open_for_reading(self.folder, self.stemming)
         guarded(lambda: index.index.config_reader("manual"), "open")
         return GuardedReader(index, self.boosts)

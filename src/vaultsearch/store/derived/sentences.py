@@ -20,7 +20,7 @@ from vaultsearch.store.catalog import SENTENCE_BITS, Catalog
 from vaultsearch.store.derived.base import DerivedSettings, Query, Role
 from vaultsearch.store.derived.vectors import VectorPart
 from vaultsearch.store.layout import Generation
-from vaultsearch.store.segments import Entry, Segment, open_segments
+from vaultsearch.store.segments import Entry, Segment
 from vaultsearch.store.vectors import decode_half, dot_rows, normalize
 
 
@@ -58,11 +58,10 @@ class SentencePart(VectorPart):
         """Every chunk, unless ``embedding.sentences`` is off: then none."""
         return super()._wanted(catalog) if self.settings.sentences else set()
 
-    def reader(self) -> Any:
+    def reader(self, previous: Any = None) -> Any:
         if not self.path.is_file():
             return self.empty(self.settings)
-        listing, segments = open_segments(self.path)
-        return SentenceVectors(listing.dim, segments)
+        return SentenceVectors(*self._segments(previous))
 
     @classmethod
     def empty(cls, settings: DerivedSettings) -> Any:
@@ -70,9 +69,10 @@ class SentencePart(VectorPart):
 
 
 class SentenceVectors:
-    """What a search reads: the segments' rows, mapped, found by chunk with a binary
-    search of each segment's ids (in id order). Scoring a few thousand of them by FAISS
-    id lookups cost ~2 ms a query at 279,135 sentences; slices cost a fraction of that."""
+    """What a search reads: the segments' rows, found by chunk with a binary search of
+    each segment's (mapped) ids, in id order, and read by position from the rows file
+    (``Segment.take_rows``). Scoring a few thousand of them by FAISS id lookups cost
+    ~2 ms a query at 279,135 sentences; slices cost a fraction of that."""
 
     def __init__(self, dim: int, segments: Sequence[Segment] = ()) -> None:
         self.dim = dim
@@ -97,7 +97,7 @@ class SentenceVectors:
     def _decoded(self, seg: Segment, rows: np.ndarray) -> np.ndarray:
         """These rows of a segment as float32 (bench/sentence_storage.py compares other
         storage by overriding this)."""
-        return decode_half(seg.rows[rows])
+        return decode_half(seg.take_rows(rows))
 
     def search(self, query: Query, k: int, allowed: Any = None) -> list[tuple[int, float]]:
         """The ``allowed`` chunks by their best sentence (every chunk when None: a full

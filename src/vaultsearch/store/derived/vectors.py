@@ -40,6 +40,7 @@ from vaultsearch.store.segments import (
     open_segments,
     read_list,
     remove_unlisted,
+    reuse_mapped,
     write_ann,
     write_list,
     write_segment,
@@ -87,6 +88,10 @@ class VectorPart:
     @classmethod
     def status(cls, reader: Any) -> dict[str, int]:
         return {cls.name: len(reader)}
+
+    def counts(self, state: dict[str, Any]) -> dict[str, int]:
+        """From the list alone: its live rows."""
+        return {self.name: len(read_list(self.path)) if self.path.is_file() else 0}
 
     def _rows(self, catalog: Catalog, chunk_ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """The (row id, vector) pairs these chunks put in the index."""
@@ -312,11 +317,20 @@ class VectorPart:
             return f"{self.path.name}: {str(exc)[:160]}"
         return None
 
-    def reader(self) -> Any:
+    def reader(self, previous: Any = None) -> Any:
+        """``previous``: an older generation's reader, whose mapped segments this one
+        takes where the lists name the same (``segments.reuse_mapped``)."""
         if not self.path.is_file():
             return self.empty(self.settings)
+        dim, segments = self._segments(previous)
+        return VectorReader(dim, segments)
+
+    def _segments(self, previous: Any) -> tuple[int, list[Segment]]:
         listing, segments = open_segments(self.path)
-        return VectorReader(listing.dim, segments)
+        held = getattr(previous, "segments", None)
+        if held and getattr(previous, "dim", None) == listing.dim:
+            segments = reuse_mapped(segments, held)
+        return listing.dim, segments
 
     @classmethod
     def empty(cls, settings: DerivedSettings) -> Any:
@@ -330,6 +344,14 @@ class VectorReader:
     def __init__(self, dim: int, segments: Sequence[Segment] = ()) -> None:
         self.vectors = SegmentedVectors(dim, segments)
         self.dim = dim
+
+    @property
+    def segments(self) -> list[Segment]:
+        return self.vectors.segments
+
+    def release_pages(self) -> None:
+        for seg in self.segments:
+            seg.release_pages()
 
     def __len__(self) -> int:
         return len(self.vectors)
