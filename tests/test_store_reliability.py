@@ -35,7 +35,7 @@ from vaultsearch.store.derived.graph import GraphPart
 from vaultsearch.store.derived.keywords import KeywordPart
 from vaultsearch.store.derived.sentences import SentencePart
 from vaultsearch.store.derived.vectors import VectorPart
-from vaultsearch.store.embedcache import EmbeddingCache
+from vaultsearch.store.embedcache import CACHE_FILE, EmbeddingCache, default_cache_dir
 from vaultsearch.store.generations import hold_current
 from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.lock import WriterLock
@@ -625,10 +625,19 @@ def test_salvage_refuses_a_vector_changed_by_one_damaged_byte(
         vault.index()
         model, dimension = vault.manager().embedder.cache_key, vault.manager().embedder.dimension
     catalog = IndexLayout(index_dir).live.catalog
+    folder = default_cache_dir()
+    assert folder is not None
+    with contextlib.closing(sqlite3.connect(folder / CACHE_FILE)) as cache:
+        rows = cache.execute("SELECT text_hash, vector FROM vectors WHERE model=?", (model,))
+        stored = dict(rows.fetchall())
+    assert stored
     db = sqlite3.connect(catalog)
     try:
-        rows = db.execute("SELECT text_hash, vector FROM embeddings WHERE model=?", (model,))
-        stored = dict(rows.fetchall())
+        # the rows a catalog of an older index holds (the segments now hold the only copy)
+        db.executemany(
+            "INSERT INTO embeddings(model, text_hash, vector) VALUES (?,?,?)",
+            [(model, h, v) for h, v in stored.items()],
+        )
         first = sorted(stored)[0]
         vector = np.frombuffer(stored[first], dtype=np.float32)
         k = int(np.argmin(np.abs(np.abs(vector) - 0.03)))

@@ -20,9 +20,10 @@ from vaultsearch.store.catalog import SENTENCE_BITS
 from vaultsearch.store.derived import derived
 from vaultsearch.store.derived.sentences import SentenceVectors
 from vaultsearch.store.derived.vectors import VectorPart
+from vaultsearch.store.embedcache import EmbeddingCache, default_cache_dir
 from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.segments import MAX_DEAD, MAX_SEGMENTS, Entry, Segment, read_list
-from vaultsearch.store.vectors import SegmentedVectors, normalize
+from vaultsearch.store.vectors import SegmentedVectors, decode, encode, normalize
 from vaultsearch.store.verify import settings_of
 
 
@@ -160,17 +161,25 @@ def test_segments_rank_as_one_flat_index_of_their_live_rows(sizes: list[int]) ->
             assert {i for i, s in got if s == last} <= tied
 
 
-def test_a_built_index_ranks_as_flat_numpy_over_the_catalog_embeddings(vault: Vault) -> None:
+def test_a_built_index_ranks_as_flat_numpy_over_the_embeddings_as_stored(vault: Vault) -> None:
     """After edits (several segments, tombstones), semantic top-10 lists equal the ranking
-    by the cosine with each chunk's stored embedding, and the scores agree."""
+    by the cosine with each chunk's embedding (from the per-user cache, where every
+    computed one goes) rounded to float16 as the segments store it, and the scores agree."""
     for version in (1, 2, 3):
         edit(vault.root, version * 5, version)
         vault.index()
     catalog = live_catalog(vault.index_dir)
-    ids = np.asarray(sorted(catalog.chunk_ids()), dtype=np.int64)
-    key = settings_of(vault.layout.live, vault.config).embedding_key
-    stored = normalize(catalog.vectors_by_ids(key, 384, ids.tolist()))
+    ids, hashes = catalog.chunk_hashes(sorted(catalog.chunk_ids()))
     catalog.close()
+    key = settings_of(vault.layout.live, vault.config).embedding_key
+    cache = EmbeddingCache(default_cache_dir(), 1 << 40)
+    try:
+        blobs = cache.get(key, hashes)
+    finally:
+        cache.close()
+    embedded = np.stack([np.frombuffer(blobs[h], dtype=np.float32) for h in hashes])
+    stored = decode(encode(embedded, VectorPart.dtype))
+    assert VectorPart.dtype == "float16" and not np.array_equal(stored, normalize(embedded))
     assert len(read_list(VectorPart.location(vault.layout.live)).segments) > 1
     embedder = vault.orchestrator.embedder
     snap = Snapshot.open(vault.layout, vault.config)
