@@ -47,7 +47,8 @@ from vaultsearch.store.atomic import atomic_write_json, temp_target
 from vaultsearch.store.catalog import Catalog, checkpoint, open_catalog_for_reading
 from vaultsearch.store.counts import IndexCounts, current_counts
 from vaultsearch.store.derived import DERIVED, Batch, DerivedSettings
-from vaultsearch.store.derived.vectors import MissingVectors
+from vaultsearch.store.derived.sentences import SentencePart
+from vaultsearch.store.derived.vectors import MissingVectors, VectorPart
 from vaultsearch.store.embedcache import EmbeddingCache, default_cache_dir
 from vaultsearch.store.generations import (
     create_generation,
@@ -70,7 +71,7 @@ from vaultsearch.store.manifest import (
 from vaultsearch.store.runstate import RUN_NAME
 from vaultsearch.store.salvage import SalvagedEmbeddings
 from vaultsearch.store.vectors import normalize
-from vaultsearch.store.verify import CheckReport, verify_store
+from vaultsearch.store.verify import CheckReport, settings_of, verify_store
 from vaultsearch.store.writer import (
     GenerationWriter,
     catalog_problems,
@@ -578,7 +579,12 @@ class IndexManager:
             if path is None or not path.is_file():
                 continue
             if previous is not None and path == previous.catalog and catalog_problems(previous):
-                self._salvage = SalvagedEmbeddings(path, self.embedder.dimension)
+                self._salvage = SalvagedEmbeddings(
+                    path,
+                    self.embedder.dimension,
+                    (VectorPart.location(previous), SentencePart.location(previous)),
+                    settings_of(previous, self.config).embedding_key,
+                )
                 sources.append(self._salvage)
                 continue
             try:

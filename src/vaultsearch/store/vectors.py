@@ -59,11 +59,22 @@ def decode_half(rows: np.ndarray) -> np.ndarray:
     return np.asarray(_half_decoder(rows.shape[1]).sa_decode(rows.view(np.uint8)))
 
 
+UNIT_SLACK = 1e-3
+"""A row within this of unit length is stored as it is (float16 rounding moves a norm
+by ~1e-4)."""
+
+
 def encode(vectors: np.ndarray, dtype: str) -> np.ndarray:
     """Unit vectors as a segment stores them: float32, float16, or int8 codes of each
     row scaled by its largest component (``decode`` divides by the codes' norm, so the
     scale needs no bytes of its own)."""
-    rows = normalize(vectors)
+    rows = np.ascontiguousarray(vectors, dtype=np.float32)
+    rows = rows.reshape(1, -1) if rows.ndim == 1 else rows
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    # a row decoded from a segment (a repair's) is unit to its storage's precision:
+    # divided again, float16 would round some components to their neighbours
+    off = np.abs(norms - 1.0) > UNIT_SLACK
+    rows = np.where(off, rows / np.where(norms == 0, 1.0, norms), rows).astype(np.float32)
     if dtype != "int8":
         return rows.astype(dtype)
     scale = np.maximum(np.abs(rows).max(axis=1, keepdims=True), 1e-12) / 127.0
