@@ -20,9 +20,16 @@ from vaultsearch.store.catalog import SENTENCE_BITS
 from vaultsearch.store.derived import derived
 from vaultsearch.store.derived.sentences import SentenceVectors
 from vaultsearch.store.derived.vectors import VectorPart
-from vaultsearch.store.embedcache import EmbeddingCache, default_cache_dir
+from vaultsearch.store.embedcache import CACHE_ENV, EmbeddingCache, default_cache_dir
 from vaultsearch.store.layout import IndexLayout
-from vaultsearch.store.segments import MAX_DEAD, MAX_SEGMENTS, Entry, Segment, read_list
+from vaultsearch.store.segments import (
+    MAX_DEAD,
+    MAX_SEGMENTS,
+    Entry,
+    Segment,
+    open_segments,
+    read_list,
+)
 from vaultsearch.store.vectors import SegmentedVectors, decode, encode, normalize
 from vaultsearch.store.verify import settings_of
 
@@ -235,3 +242,53 @@ def test_status_and_keyword_search_map_no_vectors(vault: Vault) -> None:
     assert _mapped(folder) == set()
     assert vault.search("glacier", mode="semantic")
     assert any(name.endswith(".rows.npy") for name in _mapped(folder))
+
+
+def _rows_by_id(layout: IndexLayout, index: str) -> dict[int, bytes]:
+    """Every live row's stored bytes, by id."""
+    _, segments = open_segments(derived(index).location(layout.live))
+    out: dict[int, bytes] = {}
+    for seg in segments:
+        ids, rows = np.asarray(seg.ids), np.asarray(seg.rows)
+        if seg.live_mask is not None:
+            ids, rows = ids[seg.live_mask], rows[seg.live_mask]
+        out.update((int(i), r.tobytes()) for i, r in zip(ids, rows, strict=True))
+    return out
+
+
+@pytest.mark.parametrize("index", ["vectors", "sentences"])
+def test_a_damaged_segment_is_repaired_from_the_whole_ones_and_the_cache_bit_for_bit(
+    vault: Vault, index: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The segments hold the only copy of a vector in the index: a repair copies the
+    rows of the segments still whole and takes the damaged one's from the per-user cache,
+    embedding nothing; with the cache off, it rebuilds from the files and embeds what
+    was lost. Either way every row holds the bytes written before the damage."""
+    edit(vault.root, 3, 1)
+    vault.index()
+    part = derived(index)
+    before = _rows_by_id(vault.layout, index)
+    assert len(read_list(part.location(vault.layout.live)).segments) == 2
+    assert part.dtype == {"vectors": "float16", "sentences": "int8"}[index]
+    vault.close()
+    for cache in ("on", "off"):
+        if cache == "off":
+            monkeypatch.setenv(CACHE_ENV, "off")
+        live = vault.layout.live
+        first = read_list(part.location(live)).segments[0]
+        rows_file = first.files(live.root / "segments")[1]
+        body = bytearray(rows_file.read_bytes())
+        body[-40:] = bytes(40)  # in the rows, past the .npy header
+        replace = rows_file.with_name(rows_file.name + ".new")
+        replace.write_bytes(bytes(body))
+        replace.replace(rows_file)  # a new file: the earlier generations keep theirs
+        with Vault.open(vault.root, index_dir=vault.index_dir) as v:
+            assert not v.manager().verify().ok
+            summary = v.manager().repair()
+            embedded = summary.chunks_embedded + summary.sentences_embedded
+            assert (embedded == 0) == (cache == "on"), (cache, summary.repaired)
+            assert v.manager().verify().ok
+            after = _rows_by_id(v.layout, index)
+            # a rebuild from the files makes a new catalog, with new chunk ids
+            assert sorted(after.values()) == sorted(before.values()), cache
+            assert (after == before) == (cache == "on"), cache

@@ -107,11 +107,14 @@ class SalvagedEmbeddings:
     def _segments(self) -> dict[str, bytes]:
         if self._from_segments is None:
             self._from_segments = {}
-            if self.db is not None and len(self.segment_lists) == 2:
-                with contextlib.suppress(Exception):  # whatever is left unread stays out
-                    self._from_segments = _segment_vectors(
-                        self.db, self.segment_lists, self.dimension
-                    )
+            if len(self.segment_lists) != 2:
+                return self._from_segments
+            # its own connection: the empty embeddings table may be what the damage hit
+            with contextlib.suppress(Exception):  # whatever is left unread stays out
+                uri = f"{self.path.resolve().as_uri()}?mode=ro&immutable=1"
+                with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
+                    db.text_factory = bytes
+                    self._from_segments = _segment_vectors(db, self.segment_lists, self.dimension)
         return self._from_segments
 
     def _sound(self, blob: object) -> bool:
