@@ -1,8 +1,10 @@
 """The catalog: the transactional source of truth beside the derived indexes.
 
 SQLite in WAL mode gives one writer and many snapshot readers without a server.
-FAISS, Tantivy and the graph can all be rebuilt from it, and the embedding cache
-in it is what makes that rebuild free of model calls.
+Tantivy and the graph can be rebuilt from it alone; the vector segments hold the
+only copy of each vector in the index (a writer's run keeps its vectors in a TEMP
+table, ``_RUN_EMBEDDINGS``), so they are rebuilt from their whole segments and the
+per-user embedding cache.
 
 One catalog file serves every generation that names it. A run that changes a
 catalog readers use holds one write transaction from its first change to its
