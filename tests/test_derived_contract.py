@@ -20,8 +20,10 @@ from vaultsearch.errors import VaultsearchError
 from vaultsearch.search.query import parse_query
 from vaultsearch.store.catalog import Catalog
 from vaultsearch.store.derived import DERIVED, Batch, DerivedIndex, DerivedSettings, Query
+from vaultsearch.store.embedcache import EmbeddingCache, default_cache_dir
 from vaultsearch.store.layout import Generation, IndexLayout
 from vaultsearch.store.verify import settings_of
+from vaultsearch.store.writer import attach_supply
 
 BEFORE = {
     "Volcano.md": "# Volcano\n\nMagma rises through the crater. Lava flows down the slopes "
@@ -53,6 +55,7 @@ class World:
     after: Path
     settings: DerivedSettings
     embedder: Embedder
+    cache: EmbeddingCache
 
     def catalog(self, index_dir: Path) -> Catalog:
         return Catalog(IndexLayout(index_dir).live.catalog, readonly=True)
@@ -78,7 +81,8 @@ def world(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> World
     write_files(root, {"Comet.md": COMET})
     with Vault.open(root, index_dir=base / "index") as vault:
         vault.index()
-    return World(root, base / "before", base / "index", settings, embedder)
+    cache = EmbeddingCache(default_cache_dir(), 1 << 40)
+    return World(root, base / "before", base / "index", settings, embedder, cache)
 
 
 def generation(tmp_path: Path, name: str) -> Generation:
@@ -124,12 +128,20 @@ def right(cls: type[DerivedIndex], catalog: Catalog, path: str, got: Any) -> boo
     return got in chunks_of(catalog, path)
 
 
+def writing(cls: type[DerivedIndex], gen: Generation, world: World, fresh: bool) -> DerivedIndex:
+    """The index opened for writing as the writer opens it: a vector index finds the
+    vectors of the chunks it adds in the per-user cache (the catalog keeps none)."""
+    part = cls(gen, world.settings)
+    part.open(fresh=fresh)
+    attach_supply(part, world.cache)
+    return part
+
+
 def build(cls: type[DerivedIndex], world: World, gen: Generation) -> dict[str, Any]:
     """The index written whole from the catalog before the edit, by ``apply``."""
     catalog = world.catalog(world.before)
     try:
-        part = cls(gen, world.settings)
-        part.open(fresh=True)
+        part = writing(cls, gen, world, fresh=True)
         paths = [n.path for n in catalog.notes()]
         part.apply(Batch(catalog, [], catalog.chunk_ids(), paths))
         return part.commit(catalog)
@@ -144,8 +156,7 @@ def update(
     old, new = world.catalog(world.before), world.catalog(world.after)
     try:
         cls.carry(source, gen)
-        part = cls(gen, world.settings)
-        part.open(fresh=False)
+        part = writing(cls, gen, world, fresh=False)
         assert not part.level_with(old), "an index just written is level with its catalog"
         before, after = set(old.chunk_ids()), set(new.chunk_ids())
         part.apply(
@@ -255,8 +266,7 @@ def test_reopened_after_its_commit_it_is_level_and_answers_the_same(
     catalog = world.catalog(world.after)
     try:
         before = answer(cls, cls(second, world.settings).reader(), world, catalog, "Comet.md")
-        part = cls(second, world.settings)
-        part.open(fresh=False)
+        part = writing(cls, second, world, fresh=False)
         assert not part.level_with(catalog)
         again = answer(cls, cls(second, world.settings).reader(), world, catalog, "Comet.md")
         assert again == before
@@ -320,8 +330,7 @@ def test_level_with_brings_an_index_of_an_older_catalog_level(
         for name, fresh in (("g000002", False), ("g000003", True)):
             gen = generation(tmp_path, name)
             cls.carry(first, gen)
-            part = cls(gen, world.settings)
-            part.open(fresh=fresh)
+            part = writing(cls, gen, world, fresh=fresh)
             changed = part.level_with(catalog)
             assert changed or fresh, "the older index was left as it was"
             recorded = part.commit(catalog)

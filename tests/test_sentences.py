@@ -16,7 +16,7 @@ from vaultsearch.store.catalog import SENTENCE_BITS
 from vaultsearch.store.derived.sentences import SentencePart
 from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.segments import open_segments
-from vaultsearch.store.vectors import SegmentedVectors
+from vaultsearch.store.vectors import SegmentedVectors, decode, encode
 
 
 def test_prose_is_cut_at_sentence_ends_and_short_units_dropped() -> None:
@@ -62,7 +62,7 @@ def test_units_are_capped_and_code_has_none() -> None:
 
 
 def _held(path: Path) -> SegmentedVectors:
-    """Every live row of a generation's segments, by id (float16 rows read as float32)."""
+    """Every live row of a generation's segments, by id (stored rows decoded to float32)."""
     listing, segments = open_segments(path)
     return SegmentedVectors(listing.dim, segments)
 
@@ -169,11 +169,12 @@ def test_sentences_can_be_turned_off(write_vault: WriteVault, embedder: Embedder
         assert len(_rows(vault.index_dir)) == 1
 
 
-def test_new_catalogs_keep_an_embedding_row_in_one_page(
+def test_new_catalogs_keep_no_vector_and_the_cache_a_row_in_one_page(
     write_vault: WriteVault, embedder: Embedder
 ) -> None:
-    """An embedding row spilled into an overflow page of its own at 4 KB pages, which
-    made five times as many vectors cost four times the disk."""
+    """The segments hold the only copy of a vector in an index; in the per-user cache an
+    embedding row spilled into an overflow page of its own at 4 KB pages, which made five
+    times as many vectors cost four times the disk."""
     import sqlite3
 
     from vaultsearch.store.embedcache import CACHE_FILE, default_cache_dir
@@ -188,6 +189,9 @@ def test_new_catalogs_keep_an_embedding_row_in_one_page(
             assert db.execute("PRAGMA page_size").fetchone()[0] == 8192, path
             rows = db.execute("SELECT count(*) FROM dbstat WHERE pagetype = 'overflow'")
             assert rows.fetchone()[0] == 0, path
+            table = "vectors" if path != catalog else "embeddings"
+            stored = db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            assert (stored == 0) == (path == catalog), path
         finally:
             db.close()
 
@@ -204,11 +208,11 @@ def test_the_reader_scores_each_chunk_by_its_best_sentence_whatever_the_row_orde
     query = rng.normal(size=8).astype(np.float32)
     got = reader.best(query, [9, 2, 2, 4])
     unit = query / np.linalg.norm(query)
-    want = {
-        c: max(float(vectors[c, u] @ unit / np.linalg.norm(vectors[c, u])) for u in range(3))
-        for c in (2, 9)
-    }
+    stored = {k: decode(encode(v, SentencePart.dtype))[0] for k, v in vectors.items()}
+    want = {c: max(float(stored[c, u] @ unit) for u in range(3)) for c in (2, 9)}
     assert [c for c, _ in got] == sorted(want, key=lambda c: -want[c])
     for c, cosine in got:
-        assert cosine == pytest.approx(want[c], abs=2e-3)
+        assert cosine == pytest.approx(want[c], abs=1e-6)
+        exact = max(float(vectors[c, u] @ unit / np.linalg.norm(vectors[c, u])) for u in range(3))
+        assert cosine == pytest.approx(exact, abs=1e-2)  # int8 codes of 8 components
     assert len(reader) == 9 and reader.best(query, []) == []

@@ -35,7 +35,7 @@ from vaultsearch.store.derived.graph import GraphPart
 from vaultsearch.store.derived.keywords import KeywordPart
 from vaultsearch.store.derived.sentences import SentencePart
 from vaultsearch.store.derived.vectors import VectorPart
-from vaultsearch.store.embedcache import EmbeddingCache
+from vaultsearch.store.embedcache import CACHE_FILE, EmbeddingCache, default_cache_dir
 from vaultsearch.store.generations import hold_current
 from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.lock import WriterLock
@@ -341,18 +341,39 @@ def test_a_read_only_mount_is_searched_and_checked(indexed: tuple[Path, Path]) -
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
+def _store_cached_vectors(catalog: Path, model: str) -> dict[str, bytes]:
+    """The per-user cache's vectors written into a catalog's own ``embeddings`` table, as
+    a catalog of an index format before 4 held them (the segments now hold the only copy)."""
+    folder = default_cache_dir()
+    assert folder is not None
+    with contextlib.closing(sqlite3.connect(folder / CACHE_FILE)) as cache:
+        rows = cache.execute("SELECT text_hash, vector FROM vectors WHERE model=?", (model,))
+        stored = dict(rows.fetchall())
+    assert stored
+    with contextlib.closing(sqlite3.connect(catalog)) as db:
+        db.executemany(
+            "INSERT INTO embeddings(model, text_hash, vector) VALUES (?,?,?)",
+            [(model, h, v) for h, v in stored.items()],
+        )
+        db.commit()
+    return stored
+
+
 def test_an_index_of_the_older_format_is_rebuilt_with_its_embeddings(
     tmp_path: Path, embedder: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An index from before generations (catalog at the top of the folder) is rebuilt
-    into a generation reusing its vectors, even with no per-user cache."""
-    monkeypatch.setenv("VAULTSEARCH_CACHE_DIR", "off")
+    """An index from before generations (catalog at the top of the folder, holding the
+    vectors as catalogs of that format did) is rebuilt into a generation reusing its
+    vectors, even with no per-user cache."""
     root = write_files(tmp_path / "vault", notes(6))
     index_dir = tmp_path / "index"
     with Vault.open(root, index_dir=index_dir) as vault:
         assert vault.index().chunks_embedded == 6
+        model = vault.manager().embedder.cache_key
     layout = IndexLayout(index_dir)
     shutil.copyfile(layout.live.catalog, layout.legacy_catalog)
+    _store_cached_vectors(layout.legacy_catalog, model)
+    monkeypatch.setenv("VAULTSEARCH_CACHE_DIR", "off")
     shutil.rmtree(layout.generations)
     layout.pointer.unlink()
     with Vault.open(root, index_dir=index_dir) as vault:
@@ -625,10 +646,9 @@ def test_salvage_refuses_a_vector_changed_by_one_damaged_byte(
         vault.index()
         model, dimension = vault.manager().embedder.cache_key, vault.manager().embedder.dimension
     catalog = IndexLayout(index_dir).live.catalog
+    stored = _store_cached_vectors(catalog, model)
     db = sqlite3.connect(catalog)
     try:
-        rows = db.execute("SELECT text_hash, vector FROM embeddings WHERE model=?", (model,))
-        stored = dict(rows.fetchall())
         first = sorted(stored)[0]
         vector = np.frombuffer(stored[first], dtype=np.float32)
         k = int(np.argmin(np.abs(np.abs(vector) - 0.03)))

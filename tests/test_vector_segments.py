@@ -20,9 +20,17 @@ from vaultsearch.store.catalog import SENTENCE_BITS
 from vaultsearch.store.derived import derived
 from vaultsearch.store.derived.sentences import SentenceVectors
 from vaultsearch.store.derived.vectors import VectorPart
+from vaultsearch.store.embedcache import CACHE_ENV, EmbeddingCache, default_cache_dir
 from vaultsearch.store.layout import IndexLayout
-from vaultsearch.store.segments import MAX_DEAD, MAX_SEGMENTS, Entry, Segment, read_list
-from vaultsearch.store.vectors import SegmentedVectors, normalize
+from vaultsearch.store.segments import (
+    MAX_DEAD,
+    MAX_SEGMENTS,
+    Entry,
+    Segment,
+    open_segments,
+    read_list,
+)
+from vaultsearch.store.vectors import SegmentedVectors, decode, encode, normalize
 from vaultsearch.store.verify import settings_of
 
 
@@ -160,17 +168,25 @@ def test_segments_rank_as_one_flat_index_of_their_live_rows(sizes: list[int]) ->
             assert {i for i, s in got if s == last} <= tied
 
 
-def test_a_built_index_ranks_as_flat_numpy_over_the_catalog_embeddings(vault: Vault) -> None:
+def test_a_built_index_ranks_as_flat_numpy_over_the_embeddings_as_stored(vault: Vault) -> None:
     """After edits (several segments, tombstones), semantic top-10 lists equal the ranking
-    by the cosine with each chunk's stored embedding, and the scores agree."""
+    by the cosine with each chunk's embedding (from the per-user cache, where every
+    computed one goes) rounded to float16 as the segments store it, and the scores agree."""
     for version in (1, 2, 3):
         edit(vault.root, version * 5, version)
         vault.index()
     catalog = live_catalog(vault.index_dir)
-    ids = np.asarray(sorted(catalog.chunk_ids()), dtype=np.int64)
-    key = settings_of(vault.layout.live, vault.config).embedding_key
-    stored = normalize(catalog.vectors_by_ids(key, 384, ids.tolist()))
+    ids, hashes = catalog.chunk_hashes(sorted(catalog.chunk_ids()))
     catalog.close()
+    key = settings_of(vault.layout.live, vault.config).embedding_key
+    cache = EmbeddingCache(default_cache_dir(), 1 << 40)
+    try:
+        blobs = cache.get(key, hashes)
+    finally:
+        cache.close()
+    embedded = np.stack([np.frombuffer(blobs[h], dtype=np.float32) for h in hashes])
+    stored = decode(encode(embedded, VectorPart.dtype))
+    assert VectorPart.dtype == "float16" and not np.array_equal(stored, normalize(embedded))
     assert len(read_list(VectorPart.location(vault.layout.live)).segments) > 1
     embedder = vault.orchestrator.embedder
     snap = Snapshot.open(vault.layout, vault.config)
@@ -226,3 +242,53 @@ def test_status_and_keyword_search_map_no_vectors(vault: Vault) -> None:
     assert _mapped(folder) == set()
     assert vault.search("glacier", mode="semantic")
     assert any(name.endswith(".rows.npy") for name in _mapped(folder))
+
+
+def _rows_by_id(layout: IndexLayout, index: str) -> dict[int, bytes]:
+    """Every live row's stored bytes, by id."""
+    _, segments = open_segments(derived(index).location(layout.live))
+    out: dict[int, bytes] = {}
+    for seg in segments:
+        ids, rows = np.asarray(seg.ids), np.asarray(seg.rows)
+        if seg.live_mask is not None:
+            ids, rows = ids[seg.live_mask], rows[seg.live_mask]
+        out.update((int(i), r.tobytes()) for i, r in zip(ids, rows, strict=True))
+    return out
+
+
+@pytest.mark.parametrize("index", ["vectors", "sentences"])
+def test_a_damaged_segment_is_repaired_from_the_whole_ones_and_the_cache_bit_for_bit(
+    vault: Vault, index: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The segments hold the only copy of a vector in the index: a repair copies the
+    rows of the segments still whole and takes the damaged one's from the per-user cache,
+    embedding nothing; with the cache off, it rebuilds from the files and embeds what
+    was lost. Either way every row holds the bytes written before the damage."""
+    edit(vault.root, 3, 1)
+    vault.index()
+    part = derived(index)
+    before = _rows_by_id(vault.layout, index)
+    assert len(read_list(part.location(vault.layout.live)).segments) == 2
+    assert part.dtype == {"vectors": "float16", "sentences": "int8"}[index]
+    vault.close()
+    for cache in ("on", "off"):
+        if cache == "off":
+            monkeypatch.setenv(CACHE_ENV, "off")
+        live = vault.layout.live
+        first = read_list(part.location(live)).segments[0]
+        rows_file = first.files(live.root / "segments")[1]
+        body = bytearray(rows_file.read_bytes())
+        body[-40:] = bytes(40)  # in the rows, past the .npy header
+        replace = rows_file.with_name(rows_file.name + ".new")
+        replace.write_bytes(bytes(body))
+        replace.replace(rows_file)  # a new file: the earlier generations keep theirs
+        with Vault.open(vault.root, index_dir=vault.index_dir) as v:
+            assert not v.manager().verify().ok
+            summary = v.manager().repair()
+            embedded = summary.chunks_embedded + summary.sentences_embedded
+            assert (embedded == 0) == (cache == "on"), (cache, summary.repaired)
+            assert v.manager().verify().ok
+            after = _rows_by_id(v.layout, index)
+            # a rebuild from the files makes a new catalog, with new chunk ids
+            assert sorted(after.values()) == sorted(before.values()), cache
+            assert (after == before) == (cache == "on"), cache

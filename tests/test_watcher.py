@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import embeddings as cached_embeddings
 from tests.conftest import write_files
 from vaultsearch import Vault
 from vaultsearch.app.live import LiveIndex, LiveState
@@ -21,7 +22,6 @@ from vaultsearch.app.watcher import Watcher, attach_watcher
 from vaultsearch.config import config_from_dict
 from vaultsearch.indexing.scan import IgnoreRules, scan_vault
 from vaultsearch.parsers import DEFAULT_PARSER_MAP, ParserRegistry
-from vaultsearch.store.catalog import Catalog
 
 DEBOUNCE_MS = 100
 
@@ -71,11 +71,8 @@ class LiveVault:
         return [h.path for h in self.vault.search(word, mode="keyword")]
 
     def embeddings(self) -> int:
-        catalog = Catalog(self.vault.layout.live.catalog, readonly=True)
-        try:
-            return catalog.count("embeddings")
-        finally:
-            catalog.close()
+        """Vectors in the per-user cache, where every embedding computed goes."""
+        return cached_embeddings()
 
     def close(self) -> None:
         self.watcher.stop()

@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from vaultsearch.store.derived.sentences import SentencePart
 from vaultsearch.store.manifest import read_manifest
 from vaultsearch.store.milvus.schema import SCHEMA_VERSION
 from vaultsearch.store.milvus.target import MilvusTarget
 from vaultsearch.store.milvus.writer import LocalIndex, MilvusWriter, PushSummary
+from vaultsearch.store.segments import open_segments
+from vaultsearch.store.vectors import SegmentedVectors
 from vaultsearch.store.verify import settings_of
 
 if TYPE_CHECKING:
@@ -28,13 +31,22 @@ def push(
     snap = vault.orchestrator.snapshot()
     writer = MilvusWriter(target)
     try:
-        return writer.push(local_index(snap.generation, snap.catalog, vault), full, before_switch)
+        local = local_index(snap.generation, snap.catalog, vault, snap.reader("vectors"))
+        return writer.push(local, full, before_switch)
     finally:
         writer.close()
 
 
-def local_index(generation: Any, catalog: Any, vault: Vault) -> LocalIndex:
+def local_index(generation: Any, catalog: Any, vault: Vault, vectors: Any) -> LocalIndex:
+    """``vectors``: the generation's chunk vector reader; its sentence vectors are read
+    by id from their segments."""
     settings = settings_of(generation, vault.config)
+    sentences = SentencePart.location(generation)
+    sentence_vectors = (
+        SegmentedVectors(*_opened(sentences))
+        if sentences.is_file()
+        else SegmentedVectors(settings.dimension)
+    )
     manifest = read_manifest(generation.root) or {}
     embedding = manifest.get("embedding") or {}
     shaped = {
@@ -56,4 +68,11 @@ def local_index(generation: Any, catalog: Any, vault: Vault) -> LocalIndex:
         stemming=settings.stemming,
         sentences=settings.sentences,
         manifest=shaped,
+        vectors=vectors,
+        sentence_vectors=sentence_vectors,
     )
+
+
+def _opened(path: Any) -> tuple[int, list[Any]]:
+    listing, segments = open_segments(path)
+    return listing.dim, segments

@@ -42,6 +42,8 @@ from vaultsearch.store.atomic import atomic_write_json, temp_target
 from vaultsearch.store.catalog import Catalog, checkpoint, open_catalog_for_reading
 from vaultsearch.store.counts import current_counts
 from vaultsearch.store.derived import DERIVED, Batch, DerivedSettings
+from vaultsearch.store.derived.sentences import SentencePart
+from vaultsearch.store.derived.vectors import MissingVectors, VectorPart
 from vaultsearch.store.embedcache import EmbeddingCache, default_cache_dir
 from vaultsearch.store.generations import (
     create_generation,
@@ -63,7 +65,7 @@ from vaultsearch.store.manifest import (
 )
 from vaultsearch.store.runstate import RUN_NAME
 from vaultsearch.store.salvage import SalvagedEmbeddings
-from vaultsearch.store.verify import CheckReport, verify_store
+from vaultsearch.store.verify import CheckReport, settings_of, verify_store
 from vaultsearch.store.writer import (
     GenerationWriter,
     catalog_problems,
@@ -284,8 +286,13 @@ class IndexManager:
                 self._rebuild_from_files(current, manifest, summary)
                 summary.repaired += self._reuse_lines(summary)
             else:
-                self._rebuild_from_catalog(current, manifest, summary)
-                summary.repaired.append("derived indexes: rebuilt from the catalog")
+                try:
+                    self._rebuild_from_catalog(current, manifest, summary)
+                    summary.repaired.append("derived indexes: rebuilt from the catalog")
+                except MissingVectors as exc:
+                    summary.repaired.append(f"{exc}: rebuilt from the vault's files")
+                    self._rebuild_from_files(current, manifest, summary)
+                    summary.repaired += self._reuse_lines(summary)
             summary.seconds = time.perf_counter() - t0
             return summary
 
@@ -305,11 +312,14 @@ class IndexManager:
             self._rebuild_from_files(current, manifest, summary, keep_sources=not needed)
         else:
             assert current is not None
-            if changes:
-                summary.rebuild_reasons = changes
-                current = self._rebuild_from_catalog(current, manifest, summary)
             try:
+                if changes:
+                    summary.rebuild_reasons = changes
+                    current = self._rebuild_from_catalog(current, manifest, summary)
                 self._incremental(current, manifest, summary, paths, source)
+            except MissingVectors as exc:
+                summary = IndexSummary(rebuild_reasons=[str(exc)])
+                self._rebuild_from_files(current, manifest, summary)
             except (sqlite3.DatabaseError, ValueError):
                 # the cheap check above reads a few pages: damage elsewhere shows when a
                 # row is read, and the whole check then decides whether it is damage
@@ -349,10 +359,14 @@ class IndexManager:
             return
         generation = clone_generation(self.layout, live)
         try:
-            writer = GenerationWriter(generation, self._settings(), fresh=False, shared=True)
+            writer = GenerationWriter(
+                generation, self._settings(), fresh=False, shared=True, cache=self.cache
+            )
         except (IndexCorruptError, RuntimeError, ValueError) as exc:
             summary.repaired.append(f"derived indexes: unreadable, rebuilt ({exc})")
-            writer = GenerationWriter(generation, self._settings(), fresh=True, shared=True)
+            writer = GenerationWriter(
+                generation, self._settings(), True, True, cache=self.cache, donor=live
+            )
             healthy = False
         try:
             if not healthy:  # reading every id of every index is what an edit must not cost
@@ -380,7 +394,9 @@ class IndexManager:
             _refuse_to_drop(previous, scan.unavailable)
         sources = self._embedding_sources(previous or newest_intact(self.layout))
         generation = create_generation(self.layout, self.layout.next_catalog())
-        writer = GenerationWriter(generation, self._settings(), fresh=True, shared=False)
+        writer = GenerationWriter(
+            generation, self._settings(), fresh=True, shared=False, cache=self.cache
+        )
         try:
             self._last_scan = scan
             summary.left_out = dict(scan.unavailable)
@@ -406,7 +422,9 @@ class IndexManager:
         """A new generation on the same catalog with derived indexes rebuilt from it: a
         tokenizer change, or derived files too damaged to update."""
         generation = generation_sharing_catalog(self.layout, previous)
-        writer = GenerationWriter(generation, self._settings(), fresh=True, shared=True)
+        writer = GenerationWriter(
+            generation, self._settings(), True, True, cache=self.cache, donor=previous
+        )
         try:
             writer.level()
             writer.commit(manifest, summary.to_dict())
@@ -456,7 +474,12 @@ class IndexManager:
             if path is None or not path.is_file():
                 continue
             if previous is not None and path == previous.catalog and catalog_problems(previous):
-                self._salvage = SalvagedEmbeddings(path, self.embedder.dimension)
+                self._salvage = SalvagedEmbeddings(
+                    path,
+                    self.embedder.dimension,
+                    (VectorPart.location(previous), SentencePart.location(previous)),
+                    settings_of(previous, self.config).embedding_key,
+                )
                 sources.append(self._salvage)
                 continue
             try:

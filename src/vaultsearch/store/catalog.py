@@ -1,8 +1,10 @@
 """The catalog: the transactional source of truth beside the derived indexes.
 
 SQLite in WAL mode gives one writer and many snapshot readers without a server.
-FAISS, Tantivy and the graph can all be rebuilt from it, and the embedding cache
-in it is what makes that rebuild free of model calls.
+Tantivy and the graph can be rebuilt from it alone; the vector segments hold the
+only copy of each vector in the index (a writer's run keeps its vectors in a TEMP
+table, ``_RUN_EMBEDDINGS``), so they are rebuilt from their whole segments and the
+per-user embedding cache.
 
 One catalog file serves every generation that names it. A run that changes a
 catalog readers use holds one write transaction from its first change to its
@@ -106,6 +108,21 @@ CREATE TABLE IF NOT EXISTS failures (
     size INTEGER NOT NULL
 );
 """
+_RUN_EMBEDDINGS = """
+CREATE TEMP TABLE IF NOT EXISTS embeddings (
+    model TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (model, text_hash)
+) WITHOUT ROWID;
+"""
+"""A writer's embeddings live in a table of its connection's temp database, which
+shadows the file's own: the vector segments hold each vector once (float16 or int8),
+so the catalog file no longer keeps a float32 copy of every one (119 of its 121 MB at
+45k chunks). What a run embeds or finds in the per-user cache reaches the segments
+through it; a catalog of an older index keeps its rows, read through a read-only
+connection (a rebuild reuses them)."""
+
 _ADDED_COLUMNS = {
     "notes": (
         ("source", "TEXT NOT NULL DEFAULT ''"),
@@ -281,6 +298,7 @@ class Catalog:
             self.db.execute(f"PRAGMA page_size={PAGE_SIZE}")  # a new file only
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.executescript(_SCHEMA)
+            self.db.executescript(_RUN_EMBEDDINGS)
         self.db.execute("PRAGMA foreign_keys=ON")
         # a writer's commit publishes a generation: it must survive a power cut
         self.db.execute(f"PRAGMA synchronous={'NORMAL' if readonly else 'FULL'}")
@@ -684,6 +702,27 @@ class Catalog:
             [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items],
         )
 
+    def chunk_hashes(self, ids: Sequence[int]) -> tuple[np.ndarray, list[str]]:
+        """(chunk ids, the hash of each one's embedded text), in id order."""
+        sql = "SELECT id, embed_hash FROM chunks WHERE id IN ({marks})"
+        rows = sorted(self._select_in(sql, list(ids)))
+        return np.array([r[0] for r in rows], dtype=np.int64), [r[1] for r in rows]
+
+    def sentence_units(self, chunk_ids: Sequence[int]) -> tuple[np.ndarray, list[str]]:
+        """(sentence id, text hash) of every sentence unit of these chunks, derived again
+        from their stored text; a chunk with none has its own text as its one unit."""
+        ids: list[int] = []
+        hashes: list[str] = []
+        sql = (
+            f"SELECT c.id, c.text, c.embed_hash, {self.column('kind')} FROM chunks c"
+            " JOIN notes n ON n.id=c.note_id WHERE c.id IN ({marks}) ORDER BY c.id"
+        )
+        for cid, text, embed_hash, kind in self._select_in(sql, list(chunk_ids)):
+            units = [text_hash(u) for u in unit_texts(text, kind)] or [embed_hash]
+            ids.extend(sentence_id(cid, k) for k in range(len(units)))
+            hashes.extend(units)
+        return np.array(ids, dtype=np.int64), hashes
+
     def vectors_for_chunks(self, model: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
         """(ids, vectors) of every chunk, from the cache: a FAISS rebuild without the model."""
         rows = self.db.execute(
@@ -709,24 +748,15 @@ class Catalog:
     def sentence_vectors(
         self, model: str, dim: int, chunk_ids: Sequence[int]
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(sentence id, vector) of every sentence unit of these chunks, derived again from
-        their stored text; a chunk with none gives its own vector as its one unit."""
-        ids: list[int] = []
-        hashes: list[str] = []
-        sql = (
-            f"SELECT c.id, c.text, c.embed_hash, {self.column('kind')} FROM chunks c"
-            " JOIN notes n ON n.id=c.note_id WHERE c.id IN ({marks}) ORDER BY c.id"
-        )
-        for cid, text, embed_hash, kind in self._select_in(sql, list(chunk_ids)):
-            units = [text_hash(u) for u in unit_texts(text, kind)] or [embed_hash]
-            ids.extend(sentence_id(cid, k) for k in range(len(units)))
-            hashes.extend(units)
+        """(sentence id, vector) of every sentence unit of these chunks from the stored
+        embeddings (an older catalog's, or a writer's run)."""
+        ids, hashes = self.sentence_units(chunk_ids)
         blobs = self.embedding_blobs(model, hashes)
         out = np.zeros((len(ids), dim), dtype=np.float32)
         for i, h in enumerate(hashes):
             if (blob := blobs.get(h)) is not None:
                 out[i] = np.frombuffer(blob, dtype=np.float32)
-        return np.array(ids, dtype=np.int64), out
+        return ids, out
 
     # --- failures -------------------------------------------------------------
     def failures(self) -> dict[str, tuple[str, int, int]]:

@@ -20,9 +20,10 @@ from vaultsearch.parsers.sentences import SPLIT_VERSION
 from vaultsearch.store.atomic import atomic_write_json
 from vaultsearch.store.layout import MANIFEST_NAME, STATE_NAME
 
-SPEC_VERSION = 3
+SPEC_VERSION = 4
 """Bumped whenever parsing, chunking or the on-disk format changes what an index holds
-(2: generation folders; 3: vectors in segments, which a reader of 2 cannot find)."""
+(2: generation folders; 3: vectors in segments, which a reader of 2 cannot find; 4:
+chunk vectors float16 and sentence vectors int8 in the segments, their only copy)."""
 
 
 def expected_manifest(config: Config, dimension: int | None = None) -> dict[str, Any]:

@@ -221,7 +221,10 @@ class Segment:
 
     def release_pages(self) -> None:
         """Drop the mapped files' pages from this process (``search/idlepages.py``);
-        the arrays stay valid and map them again when read."""
+        the arrays stay valid and map them again when read. The float32 copy of
+        compact rows (``vectors.float_rows``) goes too: it is the heap's largest
+        block, and decoding it again costs the next search a few milliseconds."""
+        self.__dict__.pop("decoded", None)
         for name in ("ids", "rows"):
             view = getattr(self.__dict__.get(name), "_mmap", None)
             if isinstance(view, mmap.mmap) and not view.closed:

@@ -59,6 +59,49 @@ def decode_half(rows: np.ndarray) -> np.ndarray:
     return np.asarray(_half_decoder(rows.shape[1]).sa_decode(rows.view(np.uint8)))
 
 
+UNIT_SLACK = 1e-3
+"""A row within this of unit length is stored as it is (float16 rounding moves a norm
+by ~1e-4)."""
+
+
+def encode(vectors: np.ndarray, dtype: str) -> np.ndarray:
+    """Unit vectors as a segment stores them: float32, float16, or int8 codes of each
+    row scaled by its largest component (``decode`` divides by the codes' norm, so the
+    scale needs no bytes of its own)."""
+    rows = np.ascontiguousarray(vectors, dtype=np.float32)
+    rows = rows.reshape(1, -1) if rows.ndim == 1 else rows
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    # a row decoded from a segment (a repair's) is unit to its storage's precision:
+    # divided again, float16 would round some components to their neighbours
+    off = np.abs(norms - 1.0) > UNIT_SLACK
+    rows = np.where(off, rows / np.where(norms == 0, 1.0, norms), rows).astype(np.float32)
+    if dtype != "int8":
+        return rows.astype(dtype)
+    scale = np.maximum(np.abs(rows).max(axis=1, keepdims=True), 1e-12) / 127.0
+    return np.clip(np.rint(rows / scale), -127, 127).astype(np.int8)
+
+
+def decode(rows: np.ndarray) -> np.ndarray:
+    """Stored rows as float32 unit vectors (the inverse of ``encode``, up to its
+    rounding)."""
+    if rows.dtype == np.float16:
+        return decode_half(rows)
+    if rows.dtype == np.int8:
+        return normalize(np.asarray(rows, dtype=np.float32))
+    return np.asarray(rows, dtype=np.float32)
+
+
+def float_rows(seg: Segment) -> np.ndarray:
+    """A segment's rows as float32 for the flat kernel: float32 rows stay mapped; other
+    rows are decoded once per segment and process (a segment never changes)."""
+    if seg.rows.dtype == np.float32:
+        return seg.rows
+    cached = seg.__dict__.get("decoded")
+    if cached is None:
+        cached = seg.__dict__["decoded"] = decode(np.asarray(seg.rows))
+    return cached
+
+
 def normalize(vectors: np.ndarray) -> np.ndarray:
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     if vectors.ndim == 1:
@@ -133,7 +176,7 @@ class SegmentedVectors:
             held, pos = seg.positions(wanted)
             if len(held):
                 got_ids.append(held)
-                got_rows.append(np.asarray(seg.rows[pos]))
+                got_rows.append(decode(np.asarray(seg.rows[pos])))
         if not got_ids:
             return np.zeros(0, dtype=np.int64), np.zeros((0, self.dim), dtype=np.float32)
         held_ids, rows = np.concatenate(got_ids), np.concatenate(got_rows)
@@ -157,14 +200,14 @@ def _segment_top(
     """A segment's top-k (scores, positions): flat, or the candidates of its approximate
     index scored by the flat kernel (the scores a flat scan gives them)."""
     if seg.entry.ann is None:
-        return _flat_top(query, seg.rows, k, mask)
+        return _flat_top(query, float_rows(seg), k, mask)
     from vaultsearch.store import ann
 
     if mask is not None and mask.sum() < ann.MIN_SELECTED * len(mask):
         picked = np.flatnonzero(mask)
     else:
         picked = ann.candidates(seg.ann_index, query, k, mask)
-    scores, at = _flat_top(query, np.asarray(seg.rows[picked]), k, None)
+    scores, at = _flat_top(query, np.asarray(float_rows(seg)[picked]), k, None)
     return scores, picked[at]
 
 

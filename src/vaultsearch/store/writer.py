@@ -15,6 +15,7 @@ from typing import Any
 from vaultsearch.store.atomic import fsync_dir, fsync_tree
 from vaultsearch.store.catalog import Catalog, open_catalog_for_reading
 from vaultsearch.store.derived import DERIVED, Batch, DerivedIndex, DerivedSettings
+from vaultsearch.store.derived.vectors import Supply
 from vaultsearch.store.generations import create_generation
 from vaultsearch.store.layout import Generation, IndexLayout
 from vaultsearch.store.manifest import write_manifest, write_state
@@ -26,10 +27,19 @@ generation whole, which then costs about what following the list would)."""
 
 class GenerationWriter:
     def __init__(
-        self, generation: Generation, settings: DerivedSettings, fresh: bool, shared: bool
+        self,
+        generation: Generation,
+        settings: DerivedSettings,
+        fresh: bool,
+        shared: bool,
+        cache: Any = None,
+        donor: Generation | None = None,
     ) -> None:
         """``shared``: the catalog is one readers use, so the whole run is one
-        transaction; a new catalog file no reader sees commits batch by batch."""
+        transaction; a new catalog file no reader sees commits batch by batch.
+        ``cache`` (the per-user embedding cache) and ``donor`` (the generation a repair
+        rebuilds, on the same catalog) are where the vector indexes find rows the run did
+        not embed: they hold the only copy of each vector."""
         self.generation = generation
         self.catalog = Catalog(generation.catalog)
         try:
@@ -41,6 +51,7 @@ class GenerationWriter:
             self.parts: list[DerivedIndex] = [cls(generation, settings) for cls in DERIVED]
             for part in self.parts:
                 part.open(fresh)
+                attach_supply(part, cache, donor)
         except BaseException:
             self.catalog.close()
             raise
@@ -89,6 +100,13 @@ class GenerationWriter:
 
     def close(self) -> None:
         self.catalog.close()
+
+
+def attach_supply(part: DerivedIndex, cache: Any, donor: Generation | None = None) -> None:
+    """Where a vector index finds the rows the run's own embeddings lack (its only copy
+    of a vector is its own): the per-user cache and the generation being rebuilt."""
+    if isinstance(supply := getattr(part, "supply", None), Supply):
+        supply.cache, supply.donor = cache, donor
 
 
 def copy_catalog(source: Path, target: Path) -> None:

@@ -1,7 +1,9 @@
 """What every derived index is to the store and to a search: one two-sided contract.
 
-A derived index holds nothing the catalog does not, so it can always be checked
-against the catalog and rebuilt from it (with cached vectors, never the model).
+A derived index holds nothing the catalog does not but vectors, so it can always be
+checked against the catalog and rebuilt from it; a vector index, which holds the only
+copy of its vectors in the index, is rebuilt with the rows of the generation it
+replaces and the per-user cache (``derived/vectors.Supply``), never the model.
 The writer, ``check``, the snapshot and the query orchestrator loop over the
 registry in ``derived/__init__.py``; each index's module owns its files (inside the
 generation's folder), its write side, its read side and its check, and declares

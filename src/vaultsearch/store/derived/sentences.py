@@ -3,8 +3,9 @@
 
 Searches never scan it: it is a re-scorer, whose ``search`` scores the sentences of the
 chunks the branches found (``allowed``; ``SentenceVectors.best``), so it is kept in
-float16, half the disk and memory of float32, and each segment keeps its rows in id
-order, so that the sentences of a chunk are one slice of it.
+int8 codes (a quarter of float32; ``store/vectors.encode``: the scale of a row is its
+codes' norm, so it costs no bytes), and each segment keeps its rows in id order, so
+that the sentences of a chunk are one slice of it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from vaultsearch.store.derived.base import DerivedSettings, Query, Role
 from vaultsearch.store.derived.vectors import VectorPart
 from vaultsearch.store.layout import Generation
 from vaultsearch.store.segments import Entry, Segment
-from vaultsearch.store.vectors import decode_half, dot_rows, normalize
+from vaultsearch.store.vectors import decode, dot_rows, encode, normalize
 
 
 class SentencePart(VectorPart):
@@ -31,7 +32,7 @@ class SentencePart(VectorPart):
     label = "the sentence vectors"
     count_key: str | None = "sentences"
     completes = False
-    dtype = "float16"
+    dtype = "int8"
     sorted_rows = True
     approximate = False
 
@@ -39,11 +40,10 @@ class SentencePart(VectorPart):
     def location(generation: Generation) -> Path:
         return generation.root / "sentences.json"
 
-    def _rows(self, catalog: Catalog, chunk_ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-        key, dim = self.settings.embedding_key, self.settings.dimension
+    def _units(self, catalog: Catalog, chunk_ids: Sequence[int]) -> tuple[np.ndarray, list[str]]:
         if not self.settings.sentences:
-            return np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
-        return catalog.sentence_vectors(key, dim, chunk_ids)
+            return np.zeros(0, dtype=np.int64), []
+        return catalog.sentence_units(chunk_ids)
 
     def _chunk_of(self, row_ids: np.ndarray) -> np.ndarray:
         return row_ids >> SENTENCE_BITS
@@ -83,7 +83,7 @@ class SentenceVectors:
         """One segment held in memory, stored as the writer stores it (tests, tools)."""
         ids = np.asarray(ids, dtype=np.int64)
         order = np.argsort(ids, kind="stable")
-        rows = normalize(vectors).astype(np.float16)[order]
+        rows = encode(vectors, SentencePart.dtype)[order]
         entry = Entry("memory", len(ids), (), ("", ""))
         return cls(rows.shape[1], [Segment(entry, ids=ids[order], rows=rows)])
 
@@ -97,7 +97,7 @@ class SentenceVectors:
     def _decoded(self, seg: Segment, rows: np.ndarray) -> np.ndarray:
         """These rows of a segment as float32 (bench/sentence_storage.py compares other
         storage by overriding this)."""
-        return decode_half(seg.take_rows(rows))
+        return decode(seg.take_rows(rows))
 
     def search(self, query: Query, k: int, allowed: Any = None) -> list[tuple[int, float]]:
         """The ``allowed`` chunks by their best sentence (every chunk when None: a full

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,45 @@ from vaultsearch.store.segments import (
     write_list,
     write_segment,
 )
-from vaultsearch.store.vectors import SegmentedVectors, normalize
+from vaultsearch.store.vectors import SegmentedVectors, decode, encode, float_rows
+
+
+class MissingVectors(Exception):
+    """Rows a derived vector index needs that no store holds (a damaged segment whose
+    vectors the per-user cache no longer has): only the files can give them back."""
+
+
+@dataclass
+class Supply:
+    """Where a vector index finds the rows it must write besides the run's embeddings:
+    ``donor``, the generation being rebuilt (the same catalog, so the same ids), and the
+    per-user cache (``store/embedcache.py``)."""
+
+    cache: Any = None
+    donor: Generation | None = None
+    _opened: dict[str, list[Segment]] = dataclasses.field(default_factory=dict)
+
+    def donor_segments(self, location: Any, dtype: str) -> list[Segment]:
+        """The donor's segments of one index, its unreadable ones left out (their digests
+        are checked when a row is read)."""
+        if self.donor is None:
+            return []
+        path = location(self.donor)
+        if str(path) not in self._opened:
+            segments: list[Segment] = []
+            try:
+                listing = read_list(path)
+                if listing.dtype == dtype:
+                    folder = folder_of(path)
+                    segments = [
+                        Segment(e, folder)
+                        for e in listing.segments
+                        if all(p.is_file() for p in e.files(folder))
+                    ]
+            except ValueError:
+                pass
+            self._opened[str(path)] = segments
+        return self._opened[str(path)]
 
 
 class VectorPart:
@@ -57,7 +96,9 @@ class VectorPart:
     count_key: str | None = "vectors"
     completes = True
     analyses = False
-    dtype = "float32"
+    dtype = "float16"
+    """How a row is stored (``store/vectors.encode``): float16 ranks as float32 did
+    (bench/topk_dump.py), in half the bytes."""
     approximate = True
     """Whether a large segment gets an approximate index (``store/ann.py``)."""
     sorted_rows = False
@@ -71,6 +112,7 @@ class VectorPart:
         self.settings = settings
         self.segments: list[Segment] = []
         self.pending: list[tuple[np.ndarray, np.ndarray]] = []
+        self.supply = Supply()
 
     @staticmethod
     def location(generation: Generation) -> Path:
@@ -93,10 +135,44 @@ class VectorPart:
         """From the list alone: its live rows."""
         return {self.name: len(read_list(self.path)) if self.path.is_file() else 0}
 
+    def _units(self, catalog: Catalog, chunk_ids: Sequence[int]) -> tuple[np.ndarray, list[str]]:
+        """The row ids these chunks put in the index, and the hash of each row's text."""
+        return catalog.chunk_hashes(chunk_ids)
+
     def _rows(self, catalog: Catalog, chunk_ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-        """The (row id, vector) pairs these chunks put in the index."""
-        key, dim = self.settings.embedding_key, self.settings.dimension
-        return np.asarray(chunk_ids, dtype=np.int64), catalog.vectors_by_ids(key, dim, chunk_ids)
+        """The (row id, stored row) pairs these chunks put in the index. The index holds
+        the only copy of a vector, so a row comes, in this order, from the generation
+        being repaired (the same catalog's ids, its bytes as they were), the run's own
+        embeddings (computed, or found in the per-user cache, this run), the per-user
+        cache; ``MissingVectors`` when none holds it (the writer then rebuilds from the
+        files, embedding what it must)."""
+        ids, hashes = self._units(catalog, chunk_ids)
+        out = np.zeros((len(ids), self.settings.dimension), dtype=self.dtype)
+        todo = np.ones(len(ids), dtype=bool)
+        for seg in self.supply.donor_segments(self.location, self.dtype):
+            try:
+                held, pos = seg.positions(ids[todo])
+                if len(held):
+                    at = np.searchsorted(ids, held)
+                    out[at] = np.asarray(seg.rows[pos])
+                    todo[at] = False
+            except Exception:  # a damaged donor segment: its rows come from elsewhere
+                continue
+        need = [hashes[i] for i in np.flatnonzero(todo)]
+        key = self.settings.embedding_key
+        found = catalog.embedding_blobs(key, need) if need else {}
+        if self.supply.cache is not None and (rest := [h for h in need if h not in found]):
+            found.update(self.supply.cache.get(key, rest))
+        lost = 0
+        for i in np.flatnonzero(todo):
+            blob = found.get(hashes[i])
+            if blob is None or len(blob) != 4 * self.settings.dimension:
+                lost += 1
+                continue
+            out[i] = self._stored(np.frombuffer(blob, dtype=np.float32))[0]
+        if lost:
+            raise MissingVectors(f"{self.name}: {lost} vectors are in no store")
+        return ids, out
 
     def _chunk_of(self, row_ids: np.ndarray) -> np.ndarray:
         return row_ids
@@ -107,12 +183,12 @@ class VectorPart:
 
     def _stored(self, vectors: np.ndarray) -> np.ndarray:
         """Vectors as a segment stores them."""
-        rows = normalize(vectors)
+        rows = encode(vectors, self.dtype)
         if rows.shape[1] != self.settings.dimension:
             raise ValueError(
                 f"vector dimension {rows.shape[1]} != index dimension {self.settings.dimension}"
             )
-        return rows.astype(self.dtype)
+        return rows
 
     def open(self, fresh: bool) -> None:
         self.segments, self.pending = [], []
@@ -133,9 +209,10 @@ class VectorPart:
     def __len__(self) -> int:
         return sum(s.entry.live for s in self.segments) + sum(len(i) for i, _ in self.pending)
 
-    def _add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+    def _add(self, ids: np.ndarray, rows: np.ndarray) -> None:
+        """Rows as ``_rows`` gives them (stored already)."""
         if len(ids):
-            self.pending.append((np.asarray(ids, dtype=np.int64), self._stored(vectors)))
+            self.pending.append((np.asarray(ids, dtype=np.int64), rows))
 
     def _remove_rows(self, row_ids: np.ndarray) -> None:
         """Tombstone these row ids in the segments, drop them from the rows not written."""
@@ -201,7 +278,7 @@ class VectorPart:
             return dataclasses.replace(seg.entry, ann=None)
         if seg.entry.ann is not None and seg.entry.ann[0] == kind:
             return seg.entry
-        return write_ann(self.folder, seg.entry, kind, np.asarray(seg.rows, dtype=np.float32))
+        return write_ann(self.folder, seg.entry, kind, float_rows(seg))
 
     def _write(self, parts: list[Segment]) -> Segment:
         """One new segment of the live rows of ``parts``, in their order."""
@@ -260,8 +337,8 @@ class VectorPart:
             problems.append(
                 f"{self.name}: {len(listing)} rows, the state file says {recorded[self.name]}"
             )
-        if not problems and not self._rows_match(catalog, segments):
-            problems.append(f"{self.name}: a vector differs from the stored embeddings")
+        if not problems and not self._rows_sound(segments):
+            problems.append(f"{self.name}: a vector is not a unit vector")
         return problems
 
     def _file_problems(self, listing: SegmentList) -> list[str]:
@@ -278,23 +355,15 @@ class VectorPart:
                     )
         return problems
 
-    def _rows_match(self, catalog: Catalog, segments: list[Segment]) -> bool:
-        """Every live row equals what the writer would store from the catalog."""
+    def _rows_sound(self, segments: list[Segment]) -> bool:
+        """Every live row decodes to a finite unit vector. No other copy of the vectors
+        is kept to compare with: a changed byte is found by the segment's digest."""
         for seg in segments:
-            ids = np.asarray(seg.live_ids(), dtype=np.int64)
-            if not len(ids):
-                continue
-            chunks = list(dict.fromkeys(self._chunk_of(ids).tolist()))
-            row_ids, vectors = self._rows(catalog, chunks)
-            order = np.argsort(row_ids, kind="stable")
-            known = row_ids[order]
-            at = np.minimum(np.searchsorted(known, ids), max(len(known) - 1, 0))
-            if not len(known) or not np.array_equal(known[at], ids):
-                return False
-            expected = self._stored(vectors[order[at]])
-            stored = np.asarray(seg.rows if seg.live_mask is None else seg.rows[seg.live_mask])
-            if not np.array_equal(stored, expected):
-                return False
+            rows = np.asarray(seg.rows if seg.live_mask is None else seg.rows[seg.live_mask])
+            for start in range(0, len(rows), 65536):
+                norms = np.linalg.norm(decode(rows[start : start + 65536]), axis=1)
+                if not np.all(np.abs(norms - 1.0) < 1e-2):
+                    return False
         return True
 
     def damage(self, state: dict[str, Any]) -> str | None:

@@ -7,14 +7,14 @@ generation level with the catalog by upserting the rows whose digest differs and
 deleting the ids the catalog no longer has, so an edit costs its own rows; a manifest
 that no longer fits (another model, chunking or schema version) makes it a build.
 
-Vectors come from the catalog's embedding cache, never from the model. There is one
-writer per prefix; readers may be many.
+Vectors come from the generation's vector segments (their only copy), never from the
+model. There is one writer per prefix; readers may be many.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -43,7 +43,8 @@ SHAPING = ("schema_version", "embedding", "chunking", "keyword", "sentences")
 
 @dataclass(frozen=True, slots=True)
 class LocalIndex:
-    """What the writer reads: a catalog and what shaped it (its manifest)."""
+    """What the writer reads: a catalog, the vectors of the same generation and what
+    shaped it (its manifest)."""
 
     catalog: Catalog
     embedding_key: str
@@ -51,6 +52,10 @@ class LocalIndex:
     stemming: bool
     sentences: bool
     manifest: dict[str, Any]
+    vectors: Any
+    """The chunk vectors: ``vectors_of(ids)`` gives (held ids, float32 rows)."""
+    sentence_vectors: Any
+    """The sentence vectors, the same way, by sentence id."""
 
 
 @dataclass(slots=True)
@@ -152,9 +157,9 @@ class MilvusWriter:
             for cid in changed
             if stored.get(cid, {}).get("embed_hash") != rows[cid]["embed_hash"]
         ]
-        self._require_vectors(local, [rows[c]["embed_hash"] for c in changed])
+        self._require_vectors(local, changed)
         for part in _batches(changed):
-            vectors = catalog.vectors_by_ids(local.embedding_key, local.dimension, part)
+            _, vectors = local.vectors.vectors_of(part)
             data = [rows[cid] | {"dense": vectors[i].tolist()} for i, cid in enumerate(part)]
             self.client.upsert(names["chunks"], data)
         for part in _batches(removed):
@@ -165,7 +170,7 @@ class MilvusWriter:
                 self.client.delete(names["sentences"], filter=f"chunk_id in {part}")
         if local.sentences:
             for part in _batches(new_text):
-                ids, vecs = catalog.sentence_vectors(local.embedding_key, local.dimension, part)
+                ids, vecs = local.sentence_vectors.vectors_of(catalog.sentence_units(part)[0])
                 data = [
                     {"id": int(sid), "chunk_id": int(sid) >> _sentence_shift(), "dense": v.tolist()}
                     for sid, v in zip(ids, vecs, strict=True)
@@ -231,15 +236,14 @@ class MilvusWriter:
             it.close()
         return out
 
-    def _require_vectors(self, local: LocalIndex, hashes: Iterable[str]) -> None:
-        wanted = set(hashes)
-        have = local.catalog.cached_hashes(local.embedding_key, wanted)
-        missing = len(wanted - have)
+    def _require_vectors(self, local: LocalIndex, chunk_ids: Sequence[int]) -> None:
+        held, _ = local.vectors.vectors_of(chunk_ids)
+        missing = len(set(chunk_ids)) - len(held)
         if missing:
             raise IndexIncompatibleError(
-                f"{missing} chunk texts have no vector of {local.embedding_key} in the local "
-                "catalog, and a push never embeds.",
-                fix="run 'vaultsearch index' on the vault first, then push again",
+                f"{missing} chunks have no vector of {local.embedding_key} in the local "
+                "index, and a push never embeds.",
+                fix="run 'vaultsearch check --repair' on the vault first, then push again",
             )
 
     def close(self) -> None:
