@@ -6,28 +6,33 @@ does for a ``no_answer`` one. A one-feature logistic map (Platt scaling) of the 
 hit's per-hit confidence (its logit) to that outcome is fitted on four folds and scored
 on the fifth (``judged_set.fold_of``); the line under which "no note matches well" is
 said is chosen on the training folds as the highest that flags at most 5% of the
-answerable queries whose first hit answers. Reported: per fold the held-out flag rates,
+answerable queries (before: of those whose first hit answers, which let the line flag
+one answerable query in ten). Reported: per fold the held-out flag rates,
 and a reliability table of the held-out predictions.
 
-Run: ``nice -n 5 .venv/bin/python bench/tune_confidence.py [vault ...]``; prints Markdown.
+Run: ``nice -n 5 .venv/bin/python bench/tune_confidence.py [vault ...]``, or with
+``--from-rows`` on the searches ``confidence_rows.py`` saved; prints Markdown.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import math
 import statistics
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import SHARED
 from confidence import fit
+from confidence_rows import ROWS
 from judged_set import VAULTS, fold_of, load_judged
 from vault_quality import judged_vault
 from vaultsearch.config import load_config
@@ -61,14 +66,22 @@ def rows_of(name: str, work: Path) -> list[Row]:
     return out
 
 
+def row_of(d: dict[str, Any]) -> Row:
+    """A row of ``confidence_rows.py``'s file."""
+    conf = min(max(d["confidences"][0] if d["confidences"] else 0.0, 1e-6), 1 - 1e-6)
+    return Row(d["vault"], d["id"], d["answerable"], d["answers"], math.log(conf / (1 - conf)))
+
+
 def predict(w: np.ndarray, rows: list[Row]) -> np.ndarray:
     x = np.array([r.logit for r in rows])
     return 1 / (1 + np.exp(-(w[0] + w[1] * x)))
 
 
 def line(p: np.ndarray, rows: list[Row]) -> float:
-    """The highest line flagging at most ``FALSE_FLAGS`` of the right first hits."""
-    right = np.sort(p[[r.answers for r in rows]])
+    """The highest line flagging at most ``FALSE_FLAGS`` of the answerable queries: the
+    message tells an agent the vault probably lacks the answer, which is false for any
+    answerable query, whether or not its first hit is the judged one."""
+    right = np.sort(p[[r.answerable for r in rows]])
     if not len(right):
         return 0.0
     allowed = math.floor(FALSE_FLAGS * len(right))
@@ -78,10 +91,17 @@ def line(p: np.ndarray, rows: list[Row]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("vaults", nargs="*", default=None)
+    parser.add_argument(
+        "--from-rows", action="store_true", help=f"read the searches from {ROWS.name}"
+    )
     args = parser.parse_args()
     names = args.vaults or [v for v in VAULTS if (SHARED / "vaults" / v).is_dir()]
-    with tempfile.TemporaryDirectory(prefix="vs-conf-") as tmp:
-        rows = [r for n in names for r in rows_of(n, Path(tmp))]
+    if args.from_rows:
+        rows = [row_of(json.loads(x)) for x in ROWS.read_text(encoding="utf-8").splitlines()]
+        names = list(dict.fromkeys(r.vault for r in rows))
+    else:
+        with tempfile.TemporaryDirectory(prefix="vs-conf-") as tmp:
+            rows = [r for n in names for r in rows_of(n, Path(tmp))]
     held = np.zeros(len(rows))
     print(
         "| fold | map a + b logit(conf) | line | right first hits flagged | "

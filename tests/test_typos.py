@@ -7,7 +7,7 @@ import pytest
 
 from tests.conftest import write_files
 from vaultsearch import Vault
-from vaultsearch.search.typos import corrected, surface, unknown_typos
+from vaultsearch.search.typos import corrected, one_edit, spelled, surface, unknown_typos
 from vaultsearch.store.fuzzy import Expansion
 
 FILES: dict[str, str | bytes] = {
@@ -17,6 +17,9 @@ FILES: dict[str, str | bytes] = {
 FILES["Odd spelling.md"] = "# Odd spelling\n\nMy grandmother wrote recieve in every letter.\n"
 FILES["Diagrams.md"] = "# Diagrams\n\nMermaid draws flowcharts from a few lines of text.\n"
 FILES["Sourdough.md"] = "# Sourdough\n\nFeed the starter daily and bake when it doubles.\n"
+FILES["Beowulf.md"] = "---\naliases: [Grendel]\n---\n# Beowulf\n\nThe hero fights a monster.\n"
+FILES["Grendal Street.md"] = "# Grendal Street\n\nGrendal street has a bakery.\n"
+FILES["Flours.md"] = "# Flours\n\nThe difference between rye and spelt is their gluten.\n"
 
 
 @pytest.fixture(scope="module")
@@ -46,10 +49,27 @@ def test_a_word_the_vault_holds_is_never_corrected(vault: Vault) -> None:
     assert hits[0].explain.embedded == ""
 
 
+def test_a_word_only_an_alias_holds_is_never_corrected(vault: Vault) -> None:
+    # no chunk's text holds "grendel", one edit from the text's "grendal"; the alias does
+    hits = vault.search("grendel monster", explain=True, top_k=3)
+    assert hits[0].path == "Beowulf.md"
+    assert hits[0].explain is not None and hits[0].explain.embedded == ""
+
+
 def test_keyword_mode_embeds_nothing_and_corrects_nothing(vault: Vault) -> None:
     hits = vault.search("mermiad flowcharts", mode="keyword", explain=True, top_k=3)
     assert hits[0].path == "Diagrams.md"
     assert hits[0].explain is not None and hits[0].explain.embedded == ""
+
+
+def test_a_typo_in_the_ending_is_corrected_although_its_stem_is_far(vault: Vault) -> None:
+    # "diffreence" stems to "diffreenc", four edits from the index's "differ": the
+    # keyword side's stem comparison finds nothing, the word one edit away as typed does
+    hits = vault.search("diffreence gluten", explain=True, top_k=3)
+    assert hits[0].path == "Flours.md"
+    assert hits[0].explain is not None and hits[0].explain.embedded == "difference gluten"
+    keyword = vault.search("diffreence", mode="keyword", top_k=3)
+    assert [h.path for h in keyword][:1] == ["Flours.md"]
 
 
 def test_pure_parts() -> None:
@@ -64,3 +84,15 @@ def test_pure_parts() -> None:
         "hibernation swap-hibernation"
     )
     assert corrected("unchanged", {}) == "unchanged"
+
+
+def test_one_edit_and_spelled() -> None:
+    def stem(w: str) -> str:
+        return w[:-2] if w.endswith("ed") else w
+
+    df = {"collect": 3, "collide": 1}.get
+    assert one_edit("colelcted", lambda t: df(t) or 0, stem) == "collected"
+    assert one_edit("zzzzzz", lambda t: df(t) or 0, stem) == ""
+    assert one_edit("clt", lambda t: 5, stem) == ""  # too short to guess
+    assert spelled("colelcted", "collect", stem) == "collected"
+    assert spelled("colelcted", "other", stem) == ""

@@ -21,17 +21,20 @@ WEAK = 0.1
 """A hit's own confidence under which it is unlikely to answer (tests and the per-hit
 probability; what is said to a user is decided by ``FIRST_LINE``)."""
 
-FIRST_MAP = (1.405, 0.614)
+FIRST_MAP = (0.826, 0.515)
 """``P(first hit answers) = sigmoid(a + b logit(its confidence))``: Platt scaling fitted by
-``bench/tune_confidence.py`` on the judged vaultofknowledge queries (76: 52 whose first hit
-is judged 2, 15 whose first hit is not, 9 with no answer). The per-hit model was fitted
-on SciFact hits, most of them not relevant; the first hit of a vault search is right far
-more often than that model says (held out, 0.83 of those it put at 0.8-1)."""
-FIRST_LINE = 0.49
-"""Below this probability no note matches well: on held-out folds the line chosen to
-flag at most 5% of right first hits flagged 3 of 52 of them and 8 of 9 no-answer
-queries; this is the line of the fit on all of them (0.497) rounded down, where a hit's
-own confidence is about 0.087."""
+``bench/tune_confidence.py`` on the judged queries of both vaults (146: 91 whose first hit
+is judged 2, 38 answerable whose first hit is not, 17 with no answer). The per-hit model
+was fitted on SciFact hits, most of them not relevant; the first hit of a vault search
+is right far more often than that model says."""
+FIRST_LINE = 0.29
+"""Below this probability no note matches well. The line flags at most 5% of the
+answerable queries (the message is false for any of them, right first hit or not): on
+held-out folds, lines chosen so flagged 6 of 129 answerable queries (1 of 91 right first
+hits) and 12 of 17 no-answer ones. This is the line of the fit on all of them (0.294)
+rounded down, where a hit's own confidence is about 0.034. Adding the gap to the second
+hit, branch agreement or the branch ranks as features changed no held-out flag count
+for the better (``bench/tune_confidence.py``)."""
 
 # Fitted by bench/confidence.py (logistic regression on the top 10 hits of 300 SciFact train
 # queries and 60 no-answer queries); see docs/benchmarks.md, "Confidence calibration".

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import cast
@@ -33,10 +33,10 @@ from vaultsearch.search.ranking import Candidate, FusionSettings, complete, exte
 from vaultsearch.search.request import KINDS, MAX_TOP_K, MODES
 from vaultsearch.search.snapshot import Snapshot
 from vaultsearch.search.snippets import make_snippet
-from vaultsearch.search.typos import corrected, surface, unknown_typos
+from vaultsearch.search.typos import corrected, one_edit, spelled, surface, unknown_typos
 from vaultsearch.store.catalog import ChunkRow
 from vaultsearch.store.derived import DERIVED, DerivedIndex, Query
-from vaultsearch.store.fuzzy import Expansion
+from vaultsearch.store.fuzzy import Expansion, osa_distance
 from vaultsearch.store.layout import IndexLayout
 
 DEEPEST = 4 * MAX_TOP_K
@@ -292,13 +292,23 @@ class QueryOrchestrator:
 
         readable = bool(query.terms) and (bool(lexical) or "keywords" not in snap.damaged)
         expanded = snap.lexicon.expand(query.terms) if readable else []
+        expanded += _one_edit_typos(snap, query.terms, expanded) if readable else []
         typed = parsed.text or " ".join(parsed.highlight_terms)
-        embedded = corrected(typed, _typo_fixes(snap, expanded)) if dense else typed
+        fixes = _typo_fixes(snap, expanded) if dense or lexical else {}
+        embedded = corrected(typed, fixes) if dense else typed
+        sure = {w: f for w, f in fixes.items() if osa_distance(w, f, 1) <= 1}
+        expanded += snap.lexicon.expand(list(sure.values())) if sure else []
 
         def lexical_side() -> tuple[dict[str, list[tuple[int, float]]], _Scored]:
             t = time.perf_counter()
             widened.extend(expanded)
-            q = replace(query, expansions=tuple(widened))
+            # A word no chunk holds matches nothing as typed: its one-edit fix is searched
+            # as a word of the query, in every field, instead of its weaker widenings.
+            q = replace(
+                query,
+                terms=(*query.terms, *sure.values()),
+                expansions=tuple(e for e in widened if e.word not in sure),
+            )
             out = {}
             for c in lexical:
                 out[c.branch] = snap.readers[c.name].search(q, k, allowed)
@@ -574,6 +584,28 @@ def _neighbours(snap: Snapshot) -> Callable[[str], Iterable[str]] | None:
     return lambda path: list(dict.fromkeys(n for b in boosts for n in b.neighbours(path)))
 
 
+def _one_edit_typos(
+    snap: Snapshot, terms: Sequence[str], expanded: list[Expansion]
+) -> list[Expansion]:
+    """A typo expansion for each query word no chunk holds that the keyword side did not
+    widen at all, from the index term one edit away as typed (``typos.one_edit``); a word
+    that begins index terms (``refact``) is taken as cut short, not misspelt."""
+    covered = {e.word for e in expanded}
+
+    def df(term: str) -> int:
+        return snap.lexicon.doc_freq(term)[0]
+
+    out = []
+    for word in dict.fromkeys(w.lower() for w in terms):
+        if word in covered or not word.isalpha() or df(snap.stem(word)):
+            continue
+        if snap.lexicon.chunks_matching([word]):  # a title, alias or heading holds it
+            continue
+        if fix := one_edit(word, df, snap.stem):
+            out.append(Expansion(word, snap.stem(fix), "typo"))
+    return out
+
+
 def _typo_fixes(snap: Snapshot, expanded: list[Expansion]) -> dict[str, str]:
     """Each query word no chunk holds, with the vault's word for the close index term
     the keyword side widened it to, read from the chunks that hold that term."""
@@ -581,9 +613,13 @@ def _typo_fixes(snap: Snapshot, expanded: list[Expansion]) -> dict[str, str]:
         return {}
     lexicon = snap.lexicon
     stems = unknown_typos(expanded, lambda t: lexicon.doc_freq(t)[0], snap.stem)
+    stems = {w: t for w, t in stems.items() if not lexicon.chunks_matching([w])}
     keywords = next(snap.readers[c.name] for c in DERIVED if c.analyses)
     fixes = {}
     for word, term in stems.items():
+        if found := spelled(word, term, snap.stem):
+            fixes[word] = found
+            continue
         probe = Query(text=word, terms=(word,), expansions=(Expansion(word, term, "typo"),))
         rows = snap.chunk_rows(c for c, _ in keywords.search(probe, 3, None))
         if found := surface(word, term, (r.text for r in rows.values()), snap.stem):

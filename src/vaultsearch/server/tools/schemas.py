@@ -83,7 +83,7 @@ class SearchResult(_Out):
     )
     matches_well: bool = Field(
         default=True,
-        description="False when the first hit answers with probability below 0.49 "
+        description="False when the first hit answers with probability below 0.29 "
         "(calibrated on judged queries; message gives it): read it before relying on it.",
     )
     session_id: str | None = Field(

@@ -1,0 +1,62 @@
+"""Code beside the docs that describe it: in one index of docs pages and this project's
+own source (a git source), a plain-words description of a function finds the function's
+qualified name among the first three hits, although the docs pages explain the same
+thing in prose (issue 27; the full 20-query set is ``bench/mixed_code.py``)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from vaultsearch import Vault
+from vaultsearch.sourceconfig import source_from_table
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ("Sources.md", "Search.md", "Architecture.md", "MCP.md", "Configuration.md")
+CODE = ("gitvalues.py", "linkmap.py", "_limits.py", "uris.py", "search/typos.py",
+        "search/confidence.py", "search/expansion.py", "search/boilerplate.py")  # fmt: skip
+CHECKED = (
+    "vaultsearch.gitvalues.branch_problem",
+    "vaultsearch.search.confidence.first_hit_answers",
+    "vaultsearch._limits.child_command",
+    "vaultsearch.search.typos.surface",
+    "vaultsearch.uris.file_uri",
+    "vaultsearch.search.boilerplate.find",
+)
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org"]
+
+
+@pytest.fixture(scope="module")
+def vault(tmp_path_factory: pytest.TempPathFactory, embedder: object) -> Vault:
+    base = tmp_path_factory.mktemp("mixed")
+    (base / "vault").mkdir()
+    for name in DOCS:
+        shutil.copy2(ROOT / "docs" / name, base / "vault" / name)
+    for rel in CODE:
+        target = base / "repo" / "src" / "vaultsearch" / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / "src" / "vaultsearch" / rel, target)
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "src"]):
+        subprocess.run([*GIT, *args], cwd=base / "repo", check=True, capture_output=True)
+    v = Vault.open(base / "vault", index_dir=base / "index")
+    table = {"name": "vaultsearch", "type": "git", "url": (base / "repo").as_uri(),
+             "branch": "main", "include": ["src/"], "parsers": {"**/*.py": "code"}}  # fmt: skip
+    v.add_source(source_from_table(table, "", 0))
+    v.index()
+    return v
+
+
+def queries() -> dict[str, str]:
+    lines = (ROOT / "bench" / "mixed_code_queries.jsonl").read_text(encoding="utf-8")
+    rows = [json.loads(line) for line in lines.splitlines()]
+    return {r["expected"]: r["query"] for r in rows if "query" in r}
+
+
+@pytest.mark.parametrize("expected", CHECKED)
+def test_a_described_function_is_in_the_top_three(vault: Vault, expected: str) -> None:
+    hits = vault.search(queries()[expected], top_k=3)
+    assert expected in [h.qualified_name for h in hits], [(h.path, h.qualified_name) for h in hits]
