@@ -25,9 +25,9 @@ from _report import CACHE, SHARED, require
 from tune import convex_grid, trial_of
 from tune_cv import cross_validate
 from tune_data import FOLDS, Dataset
-from vaultsearch.beir import prepare_vault
+from vaultsearch.app.beir import prepare_vault
+from vaultsearch.app.evaluation import load_qrels, load_queries
 from vaultsearch.config import Config
-from vaultsearch.evaluation import load_qrels, load_queries
 
 GOAL = 0.755
 
