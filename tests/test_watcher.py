@@ -397,3 +397,41 @@ def test_a_folder_source_is_watched_by_its_own_rules(
     run = live.run_after(mark)
     assert run["removed"] == 1
     assert live.keyword("quinces") == []
+
+
+def _parse_children() -> set[int]:
+    """This process's child processes that are parse boxes (from /proc)."""
+    out = set()
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        for pid in (task / "children").read_text().split():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"vaultsearch.indexing.parsebox" in cmd:
+                out.add(int(pid))
+    return out
+
+
+def test_a_live_index_keeps_its_parse_child_and_a_one_shot_run_does_not(
+    live: LiveVault, tmp_path: Path
+) -> None:
+    before = _parse_children()
+    one_shot = Vault.open(live.root, index_dir=tmp_path / "other-index")
+    one_shot.index()
+    assert _parse_children() == before  # stopped when the run ended, closed or not
+
+    def live_child() -> int | None:
+        box = live.vault.manager()._box
+        child = box._child if box is not None else None
+        return child.pid if child is not None else None
+
+    mark = len(live.runs)
+    (live.root / "gamma.md").write_text(note("Gamma", "The gamma note talks about grapes."))
+    live.run_after(mark)
+    kept = live_child()
+    assert kept is not None and kept in _parse_children(), "kept between runs"
+    mark = len(live.runs)
+    (live.root / "gamma.md").write_text(note("Gamma", "Gamma now talks about guavas."))
+    live.run_after(mark)
+    assert live_child() == kept  # the same child served the next run

@@ -126,6 +126,7 @@ class LiveIndex:
 
     def _run(self) -> None:
         manager = self.vault.manager()
+        manager.keep_parse_child = True
         while not self._stop.is_set():
             if not manager.lock.held:
                 try:

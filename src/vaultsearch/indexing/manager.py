@@ -102,6 +102,10 @@ class IndexManager:
             default_cache_dir(config.embedding.cache_dir), config.embedding.cache_size_mb * MB
         )
         self._box: ParseBox | None = None
+        self.keep_parse_child = False
+        """Set by a long-lived process (``LiveIndex``: ``watch``, an MCP server) to keep
+        the parse child from run to run; a one-shot run stops it when it ends, so the
+        children of managers nobody closes do not pile up (a test suite's ran to 35)."""
         """The child process that parses files, kept from run to run (``close``)."""
         self._salvage: SalvagedEmbeddings | None = None
         self.batches = BatchEmbedder(self.embedder, self.cache, self.cancel_requested)
@@ -533,9 +537,11 @@ class IndexManager:
             writer.commit(manifest, summary.to_dict())
         finally:
             self.progress.finish()
+            if not self.keep_parse_child:
+                self.close()
 
     def close(self) -> None:
-        """Stop the parse child. A long-lived manager (``watch``, an MCP server) keeps it
+        """Stop the parse child. A long-lived manager (``keep_parse_child``) keeps it
         between runs: starting a Python child per edit was most of a small update's
         time on a loaded machine."""
         box, self._box = self._box, None
