@@ -17,7 +17,7 @@ from vaultsearch.sourceconfig import source_from_table
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ("Sources.md", "Search.md", "Architecture.md", "MCP.md", "Configuration.md")
-CODE = ("gitvalues.py", "linkmap.py", "_limits.py", "uris.py", "search/typos.py",
+CODE = ("gitvalues.py", "app/linkmap.py", "_limits.py", "uris.py", "search/typos.py",
         "search/confidence.py", "search/expansion.py", "search/boilerplate.py")  # fmt: skip
 CHECKED = (
     "vaultsearch.gitvalues.branch_problem",
