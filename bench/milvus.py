@@ -1,7 +1,8 @@
 """The local store against the Milvus store (Milvus Lite), same embedder, same run.
 
-Run: ``.venv/bin/python bench/milvus.py [--queries N] [--latency]`` (needs
-``vaultsearch[milvus]`` and ../shared/data). Prints JSON:
+Run: ``.venv/bin/python bench/milvus.py [--queries N] [--latency] [--set KEY=VALUE]``
+(needs ``vaultsearch[milvus]`` and ../shared/data; ``--set`` applies to both stores, e.g.
+``embedding.sentences=false``). Prints JSON:
 
 - SciFact train: nDCG@10 and Recall@100 for keyword, semantic and hybrid on both stores
   (the first N judged queries, all 809 by default; ``--docs K`` cuts the corpus to their
@@ -42,15 +43,15 @@ MODES = ("keyword", "semantic", "hybrid")
 WORK = CACHE / "milvus"
 
 
-def scifact(limit: int | None, docs: int | None) -> dict[str, Any]:
+def scifact(limit: int | None, docs: int | None, flags: tuple[str, ...] = ()) -> dict[str, Any]:
     """``docs``: the corpus cut to the documents judged for the queries run plus the
     first ``docs`` others (a smaller index to embed; both stores search the same one)."""
     data = require(SHARED / "scifact")
-    config = load_config(None)
+    config = load_config(None, None, flags)
     judged = load_qrels(data / "qrels" / "train.tsv")
     texts = load_queries(data / "queries.jsonl")
     ids = [q for q in texts if q in judged][:limit]
-    corpus, work = data / "corpus.jsonl", WORK / "scifact"
+    corpus, work = data / "corpus.jsonl", WORK / ("scifact" + _suffix(flags))
     if docs is not None:
         corpus, work = _subset(corpus, {d for q in ids for d in judged[q]}, docs, ids)
     vault, doc_of = prepare_vault(corpus, work, config)
@@ -65,6 +66,13 @@ def scifact(limit: int | None, docs: int | None) -> dict[str, Any]:
         "chunks": pushed.chunks,
         "sentences": pushed.sentences,
         "embedded": pushed.embedded,
+        "settings": list(flags),
+        "sentence_branch": config.embedding.sentences,
+        "fusion": {
+            "local": f"vaultsearch {config.search.fusion} ({config.search.normalisation})",
+            "milvus": f"vaultsearch {config.search.fusion} of the Milvus branches",
+            "milvus hybrid (Milvus RRF)": f"Milvus hybrid_search RRFRanker(k={config.search.rrf_k})",
+        },
     }
     runs: dict[str, Any] = {}
     for mode in MODES:
@@ -83,6 +91,11 @@ def scifact(limit: int | None, docs: int | None) -> dict[str, Any]:
     reader.close()
     vault.close()
     return out
+
+
+def _suffix(flags: tuple[str, ...]) -> str:
+    """A work folder per setting that shapes the index, so runs do not rebuild each other's."""
+    return "".join("-" + f.replace("=", "-").replace(".", "-") for f in sorted(flags))
 
 
 def _subset(corpus: Path, judged: set[str], others: int, ids: list[str]) -> tuple[Path, Path]:
@@ -159,11 +172,12 @@ def main() -> None:
     parser.add_argument("--latency", action="store_true", help="also time queries (idle machine)")
     parser.add_argument("--skip-scifact", action="store_true")
     parser.add_argument("--skip-vault", action="store_true")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {}
     if not args.skip_scifact:
-        report["scifact"] = scifact(args.queries, args.docs)
+        report["scifact"] = scifact(args.queries, args.docs, tuple(args.set))
         print(json.dumps(report, indent=2), flush=True)
     if not args.skip_vault:
         report["vaultofknowledge"] = vaultofknowledge(args.latency)

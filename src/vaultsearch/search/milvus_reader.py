@@ -25,8 +25,9 @@ from vaultsearch.config import Config
 from vaultsearch.embedding import Embedder
 from vaultsearch.errors import IndexIncompatibleError, QueryError
 from vaultsearch.models import Hit, SearchHits
+from vaultsearch.request import SearchRequest, check_shape
 from vaultsearch.search.confidence import Evidence, confidence, coverage
-from vaultsearch.search.filters import NoteMeta, SearchFilters
+from vaultsearch.search.filters import NoteMeta, Scope, SearchFilters
 from vaultsearch.search.milvus_expressions import expression, ids_in, literal
 from vaultsearch.search.orchestrator import MAX_TOP_K, MODES, _described, _kind, merge_chunks
 from vaultsearch.search.query import parse_query, words
@@ -122,6 +123,17 @@ class MilvusReader:
             )
 
     # --- search -------------------------------------------------------------------
+    def answer(self, request: SearchRequest) -> SearchHits:
+        """One ``SearchRequest`` against the store, its filters as the local search
+        takes them: what the CLI and the MCP server over a store both run."""
+        r = check_shape(request)
+        scope = Scope.build(r.sources, r.kinds, r.path_prefix, r.files)
+        filters = SearchFilters.build(
+            tags=r.tags, folders=r.folders, after=r.after, before=r.before,
+            where=r.where, min_score=r.min_score, scope=scope,
+        )  # fmt: skip
+        return self.search(r.query, top_k=r.top_k, mode=r.mode, filters=filters)
+
     def search(
         self,
         query: str,
