@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 
 pytest.importorskip("pymilvus", reason="pip install 'vaultsearch[milvus]'")
@@ -32,7 +33,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.test_milvus import NOTES, PREFIX, SRC, _cli, _write
 from vaultsearch import Vault
+from vaultsearch.config import load_config
 from vaultsearch.embedding import Embedder
+from vaultsearch.store.milvus.target import MilvusTarget, store_status
 
 ENV = {**os.environ, "PYTHONPATH": SRC, "HF_HUB_OFFLINE": "1"}
 STORE_TOOLS = {"search", "read_note", "index_status"}
@@ -248,3 +251,47 @@ def test_mcp_over_a_store_refuses_http_and_writes_with_a_sentence(tmp_path: Path
         done = _cli("mcp", "--store-uri", str(tmp_path / "x.db"), flag, cwd=tmp_path)
         assert done.returncode == 2 and "Traceback" not in done.stderr
         assert done.stderr.startswith(f"error: {flag} does not apply to a server over a Milvus")
+
+
+def test_serve_names_the_store_and_never_its_token(tmp_path: Path, embedder: Embedder) -> None:
+    root = tmp_path / "vault"
+    for rel, text in NOTES.items():
+        _write(root, rel, text)
+    with Vault.open(root) as vault:
+        vault.index()
+    store = tmp_path / "team.db"
+    flags = ["store.backend=milvus", f"store.uri={store}", "store.collection=team"]
+    flags.append("store.token=s3cret-token")
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "vaultsearch.cli", "serve", str(root), "--no-open",
+         *(a for f in flags for a in ("--set", f))],
+        env=ENV, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert serve.stdout is not None
+        line = serve.stdout.readline()
+        assert line.startswith("Index Manager for"), line + serve.stderr.read()
+        url = line.rsplit(": ", 1)[1].strip()
+        with httpx.Client(base_url=url, timeout=300) as c:
+            status = c.get("/status")
+            page = c.get("/").text + c.get("/assets/app.js").text
+    finally:
+        serve.terminate()
+        serve.wait(timeout=60)
+    assert status.status_code == 200, status.text
+    assert status.json()["store"] == {
+        "backend": "milvus", "uri": str(store), "collection": "team", "token": "(set)",
+    }  # fmt: skip
+    assert "s3cret-token" not in status.text
+    assert 'id="store"' in page and "storeLine" in page
+
+
+def test_a_store_uri_is_shown_without_credentials_written_into_it() -> None:
+    written = "http://alice:pa55@milvus.example:19530"
+    config = load_config(None, None, ("store.backend=milvus", f"store.uri={written}"))
+    shown = store_status(config)
+    assert shown["uri"] == "http://milvus.example:19530" and "pa55" not in json.dumps(shown)
+    assert MilvusTarget.from_config(config).shown() == (
+        "http://milvus.example:19530 (collections vaultsearch_*)"
+    )
+    assert store_status(load_config(None)) == {"backend": "local"}

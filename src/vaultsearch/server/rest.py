@@ -44,6 +44,7 @@ from vaultsearch.server.openapi import openapi_spec
 from vaultsearch.sourceread import indexed_text
 from vaultsearch.store.counts import IndexCounts
 from vaultsearch.store.manifest import SPEC_VERSION, read_manifest
+from vaultsearch.store.milvus.target import store_status
 from vaultsearch.vault import Vault
 
 log = logging.getLogger("vaultsearch.rest")
@@ -181,6 +182,8 @@ def status(ctx: ControlContext) -> dict[str, Any]:
     if st.get("last_indexed"):
         out["last_indexed"] = st["last_indexed"]
     out["model"] = st.get("model") or model_id(vault.config.embedding.model)
+    pushed = vault.last_push.to_dict() if vault.last_push is not None else None
+    out["store"] = store_status(vault.config, pushed)
     out["config"] = shown_config(vault.config)
     out["rebuild_keys"] = rebuild_keys(vault.config)
     return out
