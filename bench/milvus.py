@@ -10,8 +10,14 @@ Run: ``.venv/bin/python bench/milvus.py [--queries N] [--latency] [--set KEY=VAL
   (RRF over dense + BM25) beside vaultsearch's fusion of the Milvus branches;
 - vaultofknowledge: ``push`` of its index (seconds, chunks embedded) and the top-10 note
   overlap between the stores on the 50 first judged queries per mode;
-- with ``--latency`` only: p50/p95 of a hybrid query on both stores in one run, with the
-  load average (Milvus Lite is in-process, not a cluster: report it as what it is).
+- with ``--latency`` only (a timing run: an idle machine, once): vaultofknowledge copied
+  ``--copies`` times under unique folders as ``bench/scale.py`` does (5 copies: about 46k
+  chunks), indexed locally (the embeddings come from the per-user cache after the first
+  copy) and pushed to a Milvus Lite file, then p50/p95 of warm keyword, semantic and
+  hybrid queries on both stores in the same process, the stores alternating query by
+  query, with the load average before and after. Milvus Lite is Milvus in one local
+  process, not a cluster: report it as what it is. Only the latency section:
+  ``bench/milvus.py --skip-scifact --skip-vault --latency``.
 
 The local indexes are built under bench/.cache/milvus (the embeddings come from the
 per-user cache after the first run); the Milvus Lite stores beside them are rebuilt by
@@ -113,7 +119,7 @@ def _subset(corpus: Path, judged: set[str], others: int, ids: list[str]) -> tupl
     return path, work
 
 
-def vaultofknowledge(latency: bool) -> dict[str, Any]:
+def vaultofknowledge() -> dict[str, Any]:
     source = require(SHARED / "vaults" / "vaultofknowledge")
     work = Path(tempfile.mkdtemp(prefix="vs-milvus-"))
     try:
@@ -139,8 +145,6 @@ def vaultofknowledge(latency: bool) -> dict[str, Any]:
                 remote = {h.path for h in reader.search(q, top_k=10, mode=mode)}
                 shares.append(len(local & remote) / max(len(local), 1))
             out[f"top10 overlap {mode}"] = round(mean(shares), 4)
-        if latency:
-            out["latency_ms"] = _latency(vault, reader, queries)
         reader.close()
         vault.close()
         return out
@@ -148,21 +152,57 @@ def vaultofknowledge(latency: bool) -> dict[str, Any]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _latency(vault: Any, reader: MilvusReader, queries: list[str]) -> dict[str, Any]:
-    result: dict[str, Any] = {"load_average_before": os.getloadavg()}
-    for name, run in (("local", vault.search), ("milvus lite", reader.search)):
-        run(queries[0], top_k=10, mode="hybrid")
-        times = []
-        for q in queries:
-            t = time.perf_counter()
-            run(q, top_k=10, mode="hybrid")
-            times.append((time.perf_counter() - t) * 1000)
-        result[name] = {
-            "p50": round(percentile(times, 50), 1),
-            "p95": round(percentile(times, 95), 1),
+def latency(copies: int, count: int, source: Path, flags: tuple[str, ...]) -> dict[str, Any]:
+    """Warm query latency per mode, local store against Milvus Lite, at ``copies`` of the
+    vault; both stores answer the same queries in the same process."""
+    from vaultsearch import Vault
+
+    queries = [q.query for q in load_judged("vaultofknowledge")][:count]
+    work = Path(tempfile.mkdtemp(prefix="vs-milvus-latency-"))
+    try:
+        for i in range(copies):
+            shutil.copytree(source, work / "vault" / f"copy{i:02d}")
+        vault = Vault.open(work / "vault", index_dir=work / "index", flags=flags)
+        started = time.perf_counter()
+        built = vault.index()
+        build_s = time.perf_counter() - started
+        pushed = vault.push(str(work / "store.db"), full=True)
+        reader = MilvusReader(
+            MilvusTarget.build(str(work / "store.db")), vault.config, vault.embedder
+        )
+        out: dict[str, Any] = {
+            "copies": copies,
+            "chunks": pushed.chunks,
+            "sentences": pushed.sentences,
+            "build_seconds": round(build_s, 1),
+            "chunks_embedded_by_build": built.to_dict()["chunks_embedded"],
+            "push_seconds": pushed.seconds,
+            "push_embedded": pushed.embedded,
+            "queries": len(queries),
+            "settings": list(flags),
+            "load_average_before": os.getloadavg(),
         }
-    result["load_average_after"] = os.getloadavg()
-    return result
+        stores = {"local": vault.search, "milvus lite": reader.search}
+        for mode in MODES:
+            times: dict[str, list[float]] = {name: [] for name in stores}
+            for run in stores.values():
+                run(queries[0], top_k=10, mode=mode)  # warm: model, caches, collections
+            for i, q in enumerate(queries):
+                order = list(stores) if i % 2 == 0 else list(stores)[::-1]
+                for name in order:
+                    t = time.perf_counter()
+                    stores[name](q, top_k=10, mode=mode)
+                    times[name].append((time.perf_counter() - t) * 1000)
+            out[f"{mode}_ms"] = {
+                name: {"p50": round(percentile(t, 50), 1), "p95": round(percentile(t, 95), 1)}
+                for name, t in times.items()
+            }
+        out["load_average_after"] = os.getloadavg()
+        reader.close()
+        vault.close()
+        return out
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def main() -> None:
@@ -170,6 +210,11 @@ def main() -> None:
     parser.add_argument("--queries", type=int, help="only the first N judged SciFact queries")
     parser.add_argument("--docs", type=int, help="corpus: the judged documents + N others")
     parser.add_argument("--latency", action="store_true", help="also time queries (idle machine)")
+    parser.add_argument("--copies", type=int, default=5, help="--latency: copies of the vault")
+    parser.add_argument("--latency-queries", type=int, default=50, help="--latency: queries")
+    parser.add_argument(
+        "--latency-source", type=Path, help="--latency: the vault copied (default vaultofknowledge)"
+    )
     parser.add_argument("--skip-scifact", action="store_true")
     parser.add_argument("--skip-vault", action="store_true")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
@@ -180,7 +225,10 @@ def main() -> None:
         report["scifact"] = scifact(args.queries, args.docs, tuple(args.set))
         print(json.dumps(report, indent=2), flush=True)
     if not args.skip_vault:
-        report["vaultofknowledge"] = vaultofknowledge(args.latency)
+        report["vaultofknowledge"] = vaultofknowledge()
+    if args.latency:
+        source = args.latency_source or require(SHARED / "vaults" / "vaultofknowledge")
+        report["latency"] = latency(args.copies, args.latency_queries, source, tuple(args.set))
     print(json.dumps(report, indent=2))
 
 
