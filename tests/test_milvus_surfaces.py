@@ -295,3 +295,62 @@ def test_a_store_uri_is_shown_without_credentials_written_into_it() -> None:
         "http://milvus.example:19530 (collections vaultsearch_*)"
     )
     assert store_status(load_config(None)) == {"backend": "local"}
+
+
+KILLED_SYNC = """
+import os, signal, sys
+from vaultsearch import Vault
+from vaultsearch.milvus_push import push
+from vaultsearch.store.milvus.target import MilvusTarget
+
+vault = Vault.open(sys.argv[1])
+push(vault, MilvusTarget.build(sys.argv[2], prefix=sys.argv[3]),
+     mid_sync=lambda: os.kill(os.getpid(), signal.SIGKILL))
+"""
+
+
+def test_a_writer_killed_mid_sync_is_told_to_readers_and_finished_by_the_next_push(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    root = tmp_path / "vault"
+    for rel, text in NOTES.items():
+        _write(root, rel, text)
+    with Vault.open(root) as vault:
+        vault.index()
+    store = str(tmp_path / "team.db")
+    at = ("--store-uri", store, "--collection", PREFIX)
+    first = _cli("push", str(root), "--to", store, "--collection", PREFIX, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    _write(root, "Inbox.md", "# Inbox\n\nRenew the parking permit in March.\n")
+    (root / "Garden" / "Companion planting.md").unlink()
+    with Vault.open(root) as vault:
+        vault.index()
+        chunks = vault.status()["chunks"]
+
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_SYNC, str(root), store, PREFIX],
+        env=ENV, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert killed.returncode == -9, killed.stderr  # after the first batch of upserts
+    status = _cli("status", *at, cwd=tmp_path)
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["syncing_since"]
+    half = _cli("search", "basil whiteflies", "--mode", "keyword", "--json", *at, cwd=tmp_path)
+    assert half.returncode == 0, half.stderr
+    hits = json.loads(half.stdout)
+    assert hits[0]["path"] == "Garden/Companion planting.md"  # its delete never ran
+    assert hits[0]["degraded"].startswith("A push into this Milvus store started at")
+    assert "warning: A push into this Milvus store" in half.stderr
+
+    repaired = _cli("push", str(root), "--to", store, "--collection", PREFIX, "--json",
+                    cwd=tmp_path)  # fmt: skip
+    assert repaired.returncode == 0, repaired.stderr
+    done = json.loads(repaired.stdout)
+    assert not done["rebuilt"] and done["upserted_chunks"] == 0  # upserted before the kill
+    assert done["deleted_chunks"] == 2  # the old Inbox chunk and the deleted note's
+    after = json.loads(_cli("status", *at, cwd=tmp_path).stdout)
+    assert "syncing_since" not in after and after["chunks"] == chunks
+    whole = _cli("search", "basil whiteflies", "--mode", "keyword", "--json", *at, cwd=tmp_path)
+    assert json.loads(whole.stdout) == [] and "warning" not in whole.stderr
+    permit = _cli("search", "parking permit", "--mode", "keyword", "--json", *at, cwd=tmp_path)
+    assert [h["path"] for h in json.loads(permit.stdout)] == ["Inbox.md"]

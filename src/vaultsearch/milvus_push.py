@@ -20,6 +20,7 @@ def push(
     target: MilvusTarget,
     full: bool = False,
     before_switch: Callable[[], None] | None = None,
+    mid_sync: Callable[[], None] | None = None,
 ) -> PushSummary:
     """Copy the vault's published index into Milvus without embedding anything. The
     snapshot holds the generation's reader lock and one read transaction of the
@@ -28,7 +29,8 @@ def push(
     snap = vault.orchestrator.snapshot()
     writer = MilvusWriter(target)
     try:
-        return writer.push(local_index(snap.generation, snap.catalog, vault), full, before_switch)
+        local = local_index(snap.generation, snap.catalog, vault)
+        return writer.push(local, full, before_switch, mid_sync)
     finally:
         writer.close()
 

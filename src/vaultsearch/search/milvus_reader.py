@@ -214,7 +214,7 @@ class MilvusReader:
                 gen, [c.chunks[0] for c in ranked if c.chunks[0] not in view.rows], view
             )
         self.last_timings = timings
-        return SearchHits(self._hits(parsed, view, ranked, branches))
+        return SearchHits(self._hits(parsed, view, ranked, branches), _syncing(manifest))
 
     def _ann(
         self, gen: str, field_: str, data: Any, k: int, expr: str, view: _View
@@ -402,10 +402,23 @@ class MilvusReader:
             "schema_version": manifest.get("schema_version"),
             "chunking": manifest.get("chunking"),
             "last_indexed": manifest.get("updated"),
+            **({"syncing_since": manifest["syncing"]} if manifest.get("syncing") else {}),
         }
 
     def close(self) -> None:
         self.client.close()
+
+
+def _syncing(manifest: Mapping[str, Any]) -> str | None:
+    """The sentence a reader gets while a push's upserts are unfinished (``writer._sync``)."""
+    since = manifest.get("syncing")
+    if not since:
+        return None
+    return (
+        f"A push into this Milvus store started at {since} has not finished (it runs, or "
+        "its writer was stopped): some notes may show their previous version until a "
+        "push completes."
+    )
 
 
 @functools.lru_cache(maxsize=65536)

@@ -132,6 +132,8 @@ class StoreTools:
                 f"model {status['model']}; schema {status['schema_version']}; "
                 f"last pushed {status['last_indexed']}"
             )
+            if status.get("syncing_since"):
+                text += f"; a push started at {status['syncing_since']} has not finished"
             return answer(status, text)
 
     def close(self) -> None:
