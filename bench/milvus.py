@@ -1,7 +1,8 @@
 """The local store against the Milvus store (Milvus Lite), same embedder, same run.
 
-Run: ``.venv/bin/python bench/milvus.py [--queries N] [--latency]`` (needs
-``vaultsearch[milvus]`` and ../shared/data). Prints JSON:
+Run: ``.venv/bin/python bench/milvus.py [--queries N] [--latency] [--set KEY=VALUE]``
+(needs ``vaultsearch[milvus]`` and ../shared/data; ``--set`` applies to both stores, e.g.
+``embedding.sentences=false``). Prints JSON:
 
 - SciFact train: nDCG@10 and Recall@100 for keyword, semantic and hybrid on both stores
   (the first N judged queries, all 809 by default; ``--docs K`` cuts the corpus to their
@@ -9,8 +10,14 @@ Run: ``.venv/bin/python bench/milvus.py [--queries N] [--latency]`` (needs
   (RRF over dense + BM25) beside vaultsearch's fusion of the Milvus branches;
 - vaultofknowledge: ``push`` of its index (seconds, chunks embedded) and the top-10 note
   overlap between the stores on the 50 first judged queries per mode;
-- with ``--latency`` only: p50/p95 of a hybrid query on both stores in one run, with the
-  load average (Milvus Lite is in-process, not a cluster: report it as what it is).
+- with ``--latency`` only (a timing run: an idle machine, once): vaultofknowledge copied
+  ``--copies`` times under unique folders as ``bench/scale.py`` does (5 copies: about 46k
+  chunks), indexed locally (the embeddings come from the per-user cache after the first
+  copy) and pushed to a Milvus Lite file, then p50/p95 of warm keyword, semantic and
+  hybrid queries on both stores in the same process, the stores alternating query by
+  query, with the load average before and after. Milvus Lite is Milvus in one local
+  process, not a cluster: report it as what it is. Only the latency section:
+  ``bench/milvus.py --skip-scifact --skip-vault --latency``.
 
 The local indexes are built under bench/.cache/milvus (the embeddings come from the
 per-user cache after the first run); the Milvus Lite stores beside them are rebuilt by
@@ -42,15 +49,15 @@ MODES = ("keyword", "semantic", "hybrid")
 WORK = CACHE / "milvus"
 
 
-def scifact(limit: int | None, docs: int | None) -> dict[str, Any]:
+def scifact(limit: int | None, docs: int | None, flags: tuple[str, ...] = ()) -> dict[str, Any]:
     """``docs``: the corpus cut to the documents judged for the queries run plus the
     first ``docs`` others (a smaller index to embed; both stores search the same one)."""
     data = require(SHARED / "scifact")
-    config = load_config(None)
+    config = load_config(None, None, flags)
     judged = load_qrels(data / "qrels" / "train.tsv")
     texts = load_queries(data / "queries.jsonl")
     ids = [q for q in texts if q in judged][:limit]
-    corpus, work = data / "corpus.jsonl", WORK / "scifact"
+    corpus, work = data / "corpus.jsonl", WORK / ("scifact" + _suffix(flags))
     if docs is not None:
         corpus, work = _subset(corpus, {d for q in ids for d in judged[q]}, docs, ids)
     vault, doc_of = prepare_vault(corpus, work, config)
@@ -65,6 +72,13 @@ def scifact(limit: int | None, docs: int | None) -> dict[str, Any]:
         "chunks": pushed.chunks,
         "sentences": pushed.sentences,
         "embedded": pushed.embedded,
+        "settings": list(flags),
+        "sentence_branch": config.embedding.sentences,
+        "fusion": {
+            "local": f"vaultsearch {config.search.fusion} ({config.search.normalisation})",
+            "milvus": f"vaultsearch {config.search.fusion} of the Milvus branches",
+            "milvus hybrid (Milvus RRF)": f"Milvus hybrid_search RRFRanker(k={config.search.rrf_k})",
+        },
     }
     runs: dict[str, Any] = {}
     for mode in MODES:
@@ -85,6 +99,11 @@ def scifact(limit: int | None, docs: int | None) -> dict[str, Any]:
     return out
 
 
+def _suffix(flags: tuple[str, ...]) -> str:
+    """A work folder per setting that shapes the index, so runs do not rebuild each other's."""
+    return "".join("-" + f.replace("=", "-").replace(".", "-") for f in sorted(flags))
+
+
 def _subset(corpus: Path, judged: set[str], others: int, ids: list[str]) -> tuple[Path, Path]:
     work = WORK / f"scifact-{len(ids)}q-{others}d"
     work.mkdir(parents=True, exist_ok=True)
@@ -100,7 +119,7 @@ def _subset(corpus: Path, judged: set[str], others: int, ids: list[str]) -> tupl
     return path, work
 
 
-def vaultofknowledge(latency: bool) -> dict[str, Any]:
+def vaultofknowledge() -> dict[str, Any]:
     source = require(SHARED / "vaults" / "vaultofknowledge")
     work = Path(tempfile.mkdtemp(prefix="vs-milvus-"))
     try:
@@ -126,8 +145,6 @@ def vaultofknowledge(latency: bool) -> dict[str, Any]:
                 remote = {h.path for h in reader.search(q, top_k=10, mode=mode)}
                 shares.append(len(local & remote) / max(len(local), 1))
             out[f"top10 overlap {mode}"] = round(mean(shares), 4)
-        if latency:
-            out["latency_ms"] = _latency(vault, reader, queries)
         reader.close()
         vault.close()
         return out
@@ -135,21 +152,57 @@ def vaultofknowledge(latency: bool) -> dict[str, Any]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _latency(vault: Any, reader: MilvusReader, queries: list[str]) -> dict[str, Any]:
-    result: dict[str, Any] = {"load_average_before": os.getloadavg()}
-    for name, run in (("local", vault.search), ("milvus lite", reader.search)):
-        run(queries[0], top_k=10, mode="hybrid")
-        times = []
-        for q in queries:
-            t = time.perf_counter()
-            run(q, top_k=10, mode="hybrid")
-            times.append((time.perf_counter() - t) * 1000)
-        result[name] = {
-            "p50": round(percentile(times, 50), 1),
-            "p95": round(percentile(times, 95), 1),
+def latency(copies: int, count: int, source: Path, flags: tuple[str, ...]) -> dict[str, Any]:
+    """Warm query latency per mode, local store against Milvus Lite, at ``copies`` of the
+    vault; both stores answer the same queries in the same process."""
+    from vaultsearch import Vault
+
+    queries = [q.query for q in load_judged("vaultofknowledge")][:count]
+    work = Path(tempfile.mkdtemp(prefix="vs-milvus-latency-"))
+    try:
+        for i in range(copies):
+            shutil.copytree(source, work / "vault" / f"copy{i:02d}")
+        vault = Vault.open(work / "vault", index_dir=work / "index", flags=flags)
+        started = time.perf_counter()
+        built = vault.index()
+        build_s = time.perf_counter() - started
+        pushed = vault.push(str(work / "store.db"), full=True)
+        reader = MilvusReader(
+            MilvusTarget.build(str(work / "store.db")), vault.config, vault.embedder
+        )
+        out: dict[str, Any] = {
+            "copies": copies,
+            "chunks": pushed.chunks,
+            "sentences": pushed.sentences,
+            "build_seconds": round(build_s, 1),
+            "chunks_embedded_by_build": built.to_dict()["chunks_embedded"],
+            "push_seconds": pushed.seconds,
+            "push_embedded": pushed.embedded,
+            "queries": len(queries),
+            "settings": list(flags),
+            "load_average_before": os.getloadavg(),
         }
-    result["load_average_after"] = os.getloadavg()
-    return result
+        stores = {"local": vault.search, "milvus lite": reader.search}
+        for mode in MODES:
+            times: dict[str, list[float]] = {name: [] for name in stores}
+            for run in stores.values():
+                run(queries[0], top_k=10, mode=mode)  # warm: model, caches, collections
+            for i, q in enumerate(queries):
+                order = list(stores) if i % 2 == 0 else list(stores)[::-1]
+                for name in order:
+                    t = time.perf_counter()
+                    stores[name](q, top_k=10, mode=mode)
+                    times[name].append((time.perf_counter() - t) * 1000)
+            out[f"{mode}_ms"] = {
+                name: {"p50": round(percentile(t, 50), 1), "p95": round(percentile(t, 95), 1)}
+                for name, t in times.items()
+            }
+        out["load_average_after"] = os.getloadavg()
+        reader.close()
+        vault.close()
+        return out
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def main() -> None:
@@ -157,16 +210,25 @@ def main() -> None:
     parser.add_argument("--queries", type=int, help="only the first N judged SciFact queries")
     parser.add_argument("--docs", type=int, help="corpus: the judged documents + N others")
     parser.add_argument("--latency", action="store_true", help="also time queries (idle machine)")
+    parser.add_argument("--copies", type=int, default=5, help="--latency: copies of the vault")
+    parser.add_argument("--latency-queries", type=int, default=50, help="--latency: queries")
+    parser.add_argument(
+        "--latency-source", type=Path, help="--latency: the vault copied (default vaultofknowledge)"
+    )
     parser.add_argument("--skip-scifact", action="store_true")
     parser.add_argument("--skip-vault", action="store_true")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {}
     if not args.skip_scifact:
-        report["scifact"] = scifact(args.queries, args.docs)
+        report["scifact"] = scifact(args.queries, args.docs, tuple(args.set))
         print(json.dumps(report, indent=2), flush=True)
     if not args.skip_vault:
-        report["vaultofknowledge"] = vaultofknowledge(args.latency)
+        report["vaultofknowledge"] = vaultofknowledge()
+    if args.latency:
+        source = args.latency_source or require(SHARED / "vaults" / "vaultofknowledge")
+        report["latency"] = latency(args.copies, args.latency_queries, source, tuple(args.set))
     print(json.dumps(report, indent=2))
 
 

@@ -23,6 +23,7 @@ def push(
     target: MilvusTarget,
     full: bool = False,
     before_switch: Callable[[], None] | None = None,
+    mid_sync: Callable[[], None] | None = None,
 ) -> PushSummary:
     """Copy the vault's published index into Milvus without embedding anything. The
     snapshot holds the generation's reader lock and one read transaction of the
@@ -32,7 +33,7 @@ def push(
     writer = MilvusWriter(target)
     try:
         local = local_index(snap.generation, snap.catalog, vault, snap.reader("vectors"))
-        return writer.push(local, full, before_switch)
+        return writer.push(local, full, before_switch, mid_sync)
     finally:
         writer.close()
 

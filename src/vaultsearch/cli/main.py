@@ -232,15 +232,8 @@ def add_search_flags(p: argparse.ArgumentParser) -> None:
 def _search_store(args: argparse.Namespace, request: Any) -> Any:
     """The request against a Milvus store: its filters, as the local search takes them."""
     from vaultsearch.cli.milvus import reader_of
-    from vaultsearch.search.filters import Scope, SearchFilters
 
-    r = request
-    scope = Scope.build(r.sources, r.kinds, r.path_prefix, r.files)
-    filters = SearchFilters.build(
-        tags=r.tags, folders=r.folders, after=r.after, before=r.before,
-        where=r.where, min_score=r.min_score, scope=scope,
-    )  # fmt: skip
-    return reader_of(args).search(r.query, top_k=r.top_k, mode=r.mode, filters=filters)
+    return reader_of(args).answer(request)
 
 
 def _parse_where(text: str) -> tuple[str, Any]:
@@ -418,6 +411,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from vaultsearch.server.mcp.pipe import StdioPipe
 
     tune_allocator()  # before the first thread
+    if args.store_uri:
+        from vaultsearch.cli.milvus import serve_store
+
+        return serve_store(args)
     # From here on the opening request (`initialize` or `server/discover`) is answered
     # while the rest loads; not for a vault folder that is missing, whose error must come
     # instead of a handshake.
@@ -598,6 +595,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="offer the tools that write notes, documents and reports (as writes.enabled)",
     )
+    store_args(p)
     p.set_defaults(handler=cmd_mcp)
 
     from vaultsearch.cli.browse import add_browse_commands

@@ -54,3 +54,27 @@ def get_from_store(args: argparse.Namespace) -> int:
     reader = reader_of(args)
     print_json([reader.get(spec) for spec in args.spec])
     return 0
+
+
+def serve_store(args: argparse.Namespace) -> int:
+    """``mcp --store-uri``: the read tools over the store, over stdio. The target is
+    checked before stdio is claimed, so a bad URI or prefix is an error, not a server."""
+    from vaultsearch.config import load_config
+    from vaultsearch.errors import VaultsearchError
+    from vaultsearch.server.mcp.handshake import STORE_INSTRUCTIONS
+    from vaultsearch.server.mcp.pipe import StdioPipe
+    from vaultsearch.store.milvus.target import MilvusTarget
+
+    for flag, given in (("--http", args.http), ("--allow-writes", args.allow_writes)):
+        if given:
+            raise VaultsearchError(
+                f"{flag} does not apply to a server over a Milvus store, which serves its "
+                "read tools over stdio.",
+                fix=f"drop {flag}, or serve the vault itself (vaultsearch mcp VAULT {flag})",
+            )
+    config = load_config(args.config, None, tuple(getattr(args, "set", None) or ()))
+    target = MilvusTarget.from_config(config, args.store_uri, args.collection)
+    pipe = StdioPipe.claim(STORE_INSTRUCTIONS)
+    from vaultsearch.server.mcp.storeserver import run_store_server
+
+    return run_store_server(target, config, pipe)

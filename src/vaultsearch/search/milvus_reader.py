@@ -26,11 +26,12 @@ from vaultsearch.embedding import Embedder
 from vaultsearch.errors import IndexIncompatibleError, QueryError
 from vaultsearch.models import Hit, SearchHits
 from vaultsearch.search.confidence import Evidence, confidence, coverage
-from vaultsearch.search.filters import NoteMeta, SearchFilters
+from vaultsearch.search.filters import NoteMeta, Scope, SearchFilters
 from vaultsearch.search.milvus_expressions import expression, ids_in, literal
 from vaultsearch.search.orchestrator import MAX_TOP_K, MODES, _described, _kind, merge_chunks
 from vaultsearch.search.query import parse_query, words
 from vaultsearch.search.ranking import FusionSettings, complete, fuse
+from vaultsearch.search.request import SearchRequest, check_shape
 from vaultsearch.search.snippets import make_snippet
 from vaultsearch.store.catalog import ChunkRow
 from vaultsearch.store.milvus.client import connect, engine_errors
@@ -122,6 +123,17 @@ class MilvusReader:
             )
 
     # --- search -------------------------------------------------------------------
+    def answer(self, request: SearchRequest) -> SearchHits:
+        """One ``SearchRequest`` against the store, its filters as the local search
+        takes them: what the CLI and the MCP server over a store both run."""
+        r = check_shape(request)
+        scope = Scope.build(r.sources, r.kinds, r.path_prefix, r.files)
+        filters = SearchFilters.build(
+            tags=r.tags, folders=r.folders, after=r.after, before=r.before,
+            where=r.where, min_score=r.min_score, scope=scope,
+        )  # fmt: skip
+        return self.search(r.query, top_k=r.top_k, mode=r.mode, filters=filters)
+
     def search(
         self,
         query: str,
@@ -202,7 +214,7 @@ class MilvusReader:
                 gen, [c.chunks[0] for c in ranked if c.chunks[0] not in view.rows], view
             )
         self.last_timings = timings
-        return SearchHits(self._hits(parsed, view, ranked, branches))
+        return SearchHits(self._hits(parsed, view, ranked, branches), _syncing(manifest))
 
     def _ann(
         self, gen: str, field_: str, data: Any, k: int, expr: str, view: _View
@@ -390,10 +402,23 @@ class MilvusReader:
             "schema_version": manifest.get("schema_version"),
             "chunking": manifest.get("chunking"),
             "last_indexed": manifest.get("updated"),
+            **({"syncing_since": manifest["syncing"]} if manifest.get("syncing") else {}),
         }
 
     def close(self) -> None:
         self.client.close()
+
+
+def _syncing(manifest: Mapping[str, Any]) -> str | None:
+    """The sentence a reader gets while a push's upserts are unfinished (``writer._sync``)."""
+    since = manifest.get("syncing")
+    if not since:
+        return None
+    return (
+        f"A push into this Milvus store started at {since} has not finished (it runs, or "
+        "its writer was stopped): some notes may show their previous version until a "
+        "push completes."
+    )
 
 
 @functools.lru_cache(maxsize=65536)

@@ -61,6 +61,12 @@ SCHEMAS: dict[str, Any] = {
             "model": _STR,
             "config": {"type": "object", "description": "Every setting as section.key: value."},
             "rebuild_keys": {"type": "array", "items": _STR},
+            "store": {
+                "type": "object",
+                "description": "Where the index is also served: backend (local or milvus); "
+                "for milvus its uri, collection prefix, whether a token is set (never the "
+                "token) and this process's last_push.",
+            },
         },
         [
             "vault",

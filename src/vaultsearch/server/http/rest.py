@@ -44,6 +44,7 @@ from vaultsearch.server.http.chatanswer import AnswerEndpointError, chat_answer
 from vaultsearch.server.http.openapi import openapi_spec
 from vaultsearch.store.counts import IndexCounts
 from vaultsearch.store.manifest import SPEC_VERSION, read_manifest
+from vaultsearch.store.milvus.target import store_status
 
 log = logging.getLogger("vaultsearch.rest")
 KEEPALIVE_SECONDS = 15.0
@@ -180,6 +181,8 @@ def status(ctx: ControlContext) -> dict[str, Any]:
     if st.get("last_indexed"):
         out["last_indexed"] = st["last_indexed"]
     out["model"] = st.get("model") or model_id(vault.config.embedding.model)
+    pushed = vault.last_push.to_dict() if vault.last_push is not None else None
+    out["store"] = store_status(vault.config, pushed)
     out["config"] = shown_config(vault.config)
     out["rebuild_keys"] = rebuild_keys(vault.config)
     return out

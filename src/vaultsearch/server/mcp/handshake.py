@@ -35,6 +35,12 @@ is complete. Each search returns a session_id: `get_search_results` gives its hi
 text to cite. Write tools are listed only when the server allows writes; every path is
 relative to the vault."""
 
+STORE_INSTRUCTIONS = """Search a team's index held in a Milvus store (no vault files here).
+Start with `search`; `read_note(path)` gives a hit's note as the store holds it: its indexed
+passages with their line ranges; `index_status` says what the store holds and which model
+built it. The index is written where the vault is, so this server has no write tools."""
+"""``vaultsearch mcp --store-uri``: the server over a Milvus store has only these tools."""
+
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """``mcp_types.version.HANDSHAKE_PROTOCOL_VERSIONS`` of the SDK this was checked with."""
 MODERN_VERSIONS = ("2026-07-28",)
@@ -59,25 +65,25 @@ serves, so it advertises them there."""
 SERVER_INFO = {"name": SERVER_NAME, "title": SERVER_NAME, "version": __version__}
 
 
-def initialize_result(protocol_version: str) -> dict[str, Any]:
+def initialize_result(protocol_version: str, instructions: str = INSTRUCTIONS) -> dict[str, Any]:
     """What the SDK answers: the client's version when it speaks it, else its latest."""
     negotiated = (
         protocol_version if protocol_version in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
     )
     return {
         "capabilities": CAPABILITIES,
-        "instructions": INSTRUCTIONS,
+        "instructions": instructions,
         "protocolVersion": negotiated,
         "serverInfo": SERVER_INFO,
     }
 
 
-def discover_result() -> dict[str, Any]:
+def discover_result(instructions: str = INSTRUCTIONS) -> dict[str, Any]:
     """What the SDK answers a supported ``server/discover``."""
     return {
         "cacheScope": "private",
         "capabilities": MODERN_CAPABILITIES,
-        "instructions": INSTRUCTIONS,
+        "instructions": instructions,
         "resultType": "complete",
         "supportedVersions": list(MODERN_VERSIONS),
         "ttlMs": 0,
@@ -109,17 +115,17 @@ def _plain_client(client: Any) -> bool:
     )
 
 
-def _plain_initialize(params: dict[str, Any]) -> dict[str, Any] | None:
+def _plain_initialize(params: dict[str, Any], instructions: str) -> dict[str, Any] | None:
     plain = (
         set(params) <= {"protocolVersion", "capabilities", "clientInfo"}
         and isinstance(params.get("protocolVersion"), str)
         and isinstance(params.get("capabilities"), dict)
         and _plain_client(params.get("clientInfo"))
     )
-    return initialize_result(params["protocolVersion"]) if plain else None
+    return initialize_result(params["protocolVersion"], instructions) if plain else None
 
 
-def _plain_discover(params: dict[str, Any]) -> dict[str, Any] | None:
+def _plain_discover(params: dict[str, Any], instructions: str) -> dict[str, Any] | None:
     """Only a version the SDK serves: any other gets its -32022, which names them."""
     meta = params.get("_meta")
     plain = (
@@ -130,22 +136,25 @@ def _plain_discover(params: dict[str, Any]) -> dict[str, Any] | None:
         and isinstance(meta.get(CLIENT_CAPABILITIES_KEY), dict)
         and (CLIENT_INFO_KEY not in meta or _plain_client(meta[CLIENT_INFO_KEY]))
     )
-    return discover_result() if plain else None
+    return discover_result(instructions) if plain else None
 
 
-def answer_for(message: dict[str, Any]) -> tuple[int | str, str] | None:
+def answer_for(
+    message: dict[str, Any], instructions: str = INSTRUCTIONS
+) -> tuple[int | str, str] | None:
     """(request id, answer line) for a plain, well-formed opening request the SDK would
     accept (``initialize`` or ``server/discover``); None for anything else, which waits
-    for the SDK and its own validation and errors."""
+    for the SDK and its own validation and errors. ``instructions``: the server's own,
+    which the SDK sends too (a server over a Milvus store has other tools)."""
     request_id, params, method = message.get("id"), message.get("params"), message.get("method")
     if message.get("jsonrpc") != "2.0" or isinstance(request_id, bool):
         return None
     if not isinstance(request_id, int | str) or not isinstance(params, dict):
         return None
     if method == "initialize":
-        result = _plain_initialize(params)
+        result = _plain_initialize(params, instructions)
     elif method == "server/discover":
-        result = _plain_discover(params)
+        result = _plain_discover(params, instructions)
     else:
         return None
     if result is None:

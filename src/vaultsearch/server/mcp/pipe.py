@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vaultsearch.server.jsonlimits import ID_WINDOW, MAX_BYTES
-from vaultsearch.server.mcp.handshake import answer_for, as_request
+from vaultsearch.server.mcp.handshake import INSTRUCTIONS, answer_for, as_request
 
 EOF = None
 """Queued after the last line: stdin closed."""
@@ -85,8 +85,9 @@ class SharedOut:
 
 
 class StdioPipe:
-    def __init__(self, fd_in: int, fd_out: int) -> None:
+    def __init__(self, fd_in: int, fd_out: int, instructions: str = INSTRUCTIONS) -> None:
         self.fd_in = fd_in
+        self.instructions = instructions
         self.lines: queue.SimpleQueue[bytes | TooLong | None] = queue.SimpleQueue()
         self.out = SharedOut(
             io.TextIOWrapper(os.fdopen(fd_out, "wb", closefd=False), encoding="utf-8", newline="\n")
@@ -97,11 +98,11 @@ class StdioPipe:
         self.sdk_loaded_at_answer: bool | None = None
 
     @classmethod
-    def claim(cls) -> StdioPipe:
+    def claim(cls, instructions: str = INSTRUCTIONS) -> StdioPipe:
         """Take fds 0 and 1 for the protocol and start reading; call before anything
-        else can print."""
+        else can print. ``instructions``: what the server's SDK will answer with."""
         sys.stdout.flush()
-        pipe = cls(os.dup(0), os.dup(1))
+        pipe = cls(os.dup(0), os.dup(1), instructions)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.close(null)
@@ -131,7 +132,7 @@ class StdioPipe:
         if message is None:
             return  # a notification or junk: the SDK does not open a connection on it
         self.opened = True
-        found = answer_for(message)
+        found = answer_for(message, self.instructions)
         if found is None:
             return
         self.sdk_loaded_at_answer = "mcp" in sys.modules

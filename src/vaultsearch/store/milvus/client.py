@@ -7,6 +7,7 @@ is silenced here because the error that reaches the user is the sentence below.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +24,9 @@ class MilvusStoreError(VaultsearchError):
 
 
 def milvus_module() -> Any:
+    # gRPC's C core logs keepalive chatter with Milvus Lite (GOAWAY 'too_many_pings')
+    # straight to stderr; every error that matters reaches the user as a sentence
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     try:
         import pymilvus
     except ImportError:
@@ -77,6 +81,11 @@ def engine_errors(target: MilvusTarget, collection: str = "") -> Iterator[None]:
 def sentence(exc: BaseException, target: MilvusTarget, collection: str = "") -> VaultsearchError:
     code = getattr(exc, "code", None)
     text = str(getattr(exc, "message", "") or exc).strip().splitlines()[0][:200]
+    status, details = _grpc_status(exc)
+    if status in ("UNAUTHENTICATED", "PERMISSION_DENIED"):
+        code, text = 1800, details[:200] or status
+    elif details:
+        text = f"{text}: {details}"[:300]
     low = text.lower()
     where = target.shown()
     if target.is_lite and "open local milvus" in low and Path(target.uri).exists():
@@ -99,7 +108,26 @@ def sentence(exc: BaseException, target: MilvusTarget, collection: str = "") -> 
     if code == 100 or "not exist" in low or "not found" in low:
         name = f" {collection}" if collection else ""
         return IndexMissingError(
-            f"The Milvus store {where} has no collection{name} ({text}).",
-            fix=f"vaultsearch push VAULT --to {target.uri} builds it",
+            f"The Milvus store {where} is missing a collection{name} of its index ({text}).",
+            fix=f"vaultsearch push VAULT --to {target.uri} --full builds the index anew",
         )
     return MilvusStoreError(f"Milvus at {target.uri} failed: {text}.")
+
+
+def _grpc_status(exc: BaseException) -> tuple[str, str]:
+    """(status name, details) of a gRPC error, or of the one under a pymilvus error: a
+    server that refuses the credentials is reported by pymilvus as 'Fail connecting',
+    with the real reason (``UNAUTHENTICATED``, 'auth check failure ...') only in its
+    cause."""
+    seen: BaseException | None = exc
+    visited: set[int] = set()  # a chain of contexts can loop
+    while seen is not None and id(seen) not in visited:
+        visited.add(id(seen))
+        code, details = getattr(seen, "code", None), getattr(seen, "details", None)
+        if callable(code) and callable(details):
+            try:
+                return str(getattr(code(), "name", "")), str(details() or "")
+            except Exception:
+                return "", ""
+        seen = seen.__cause__ or seen.__context__
+    return "", ""

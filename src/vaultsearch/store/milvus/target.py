@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from vaultsearch.errors import ConfigError
 
@@ -58,4 +58,31 @@ class MilvusTarget:
 
     def shown(self) -> str:
         """For messages and status: never the token."""
-        return f"{self.uri} (collections {self.prefix}_*)"
+        return f"{self.shown_uri()} (collections {self.prefix}_*)"
+
+    def shown_uri(self) -> str:
+        """The URI without a ``user:password@`` a user may have written into it."""
+        scheme, sep, rest = self.uri.partition("://")
+        if not sep or "@" not in rest.split("/", 1)[0]:
+            return self.uri
+        return f"{scheme}://{rest.split('@', 1)[1]}"
+
+
+def store_status(config: Config, pushed: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Where the index is also served, as a status page shows it: the backend, and for
+    Milvus its URI and collection prefix, whether a token is set (never the token),
+    and what this process last pushed (``PushSummary.to_dict``)."""
+    s = config.store
+    if s.backend != "milvus":
+        return {"backend": s.backend}
+    out: dict[str, Any] = {"backend": "milvus", "uri": "", "collection": s.collection}
+    try:
+        target = MilvusTarget.from_config(config)
+    except ConfigError as exc:
+        out["error"] = exc.message
+    else:
+        out |= {"uri": target.shown_uri(), "token": "(set)" if target.token else "(not set)"}
+    if pushed:
+        keys = ("generation", "chunks", "notes", "embedded", "seconds")
+        out["last_push"] = {k: pushed[k] for k in keys if k in pushed}
+    return out

@@ -86,10 +86,15 @@ class MilvusWriter:
         self.client = connect(target, create=True)
 
     def push(
-        self, local: LocalIndex, full: bool = False, before_switch: Callable[[], None] | None = None
+        self,
+        local: LocalIndex,
+        full: bool = False,
+        before_switch: Callable[[], None] | None = None,
+        mid_sync: Callable[[], None] | None = None,
     ) -> PushSummary:
         """``sync`` into the live generation, or ``build`` a new one when there is none,
-        it was shaped otherwise, or ``full``."""
+        it was shaped otherwise, or ``full``. ``before_switch`` and ``mid_sync`` are
+        the points where the tests kill a writer."""
         started = time.perf_counter()
         with engine_errors(self.target):
             live = current_generation(self.client, self.target.prefix)
@@ -100,7 +105,7 @@ class MilvusWriter:
                 summary = self._build(local, before_switch)
             else:
                 load(self.client, live)
-                summary = self._sync(local, live)
+                summary = self._sync(local, live, mid_sync=mid_sync, manifest=manifest)
         summary.seconds = round(time.perf_counter() - started, 3)
         return summary
 
@@ -139,7 +144,19 @@ class MilvusWriter:
         return sorted(dropped)
 
     # --- sync -------------------------------------------------------------------
-    def _sync(self, local: LocalIndex, generation: str, fresh: bool = False) -> PushSummary:
+    def _sync(
+        self,
+        local: LocalIndex,
+        generation: str,
+        fresh: bool = False,
+        mid_sync: Callable[[], None] | None = None,
+        manifest: dict[str, Any] | None = None,
+    ) -> PushSummary:
+        """Upserts and deletes by id into ``generation``. Into the live one, the rows of
+        four collections cannot change in one step, so the manifest says ``syncing``
+        from before the first change until the last: a reader meanwhile, or after the
+        writer was killed, is told its answer may mix the two versions, and the next
+        push finds every row still different by its digest and finishes the job."""
         catalog = local.catalog
         summary = PushSummary(uri=self.target.uri, generation=generation)
         names = {part: collection(generation, part) for part in PARTS}
@@ -158,10 +175,18 @@ class MilvusWriter:
             if stored.get(cid, {}).get("embed_hash") != rows[cid]["embed_hash"]
         ]
         self._require_vectors(local, changed)
+        if not fresh and manifest is not None and (changed or removed):
+            since = manifest.get("syncing") or datetime.now(UTC).isoformat(timespec="seconds")
+            marked = {**manifest, "syncing": since}
+            self.client.upsert(
+                names["manifest"], [{"id": 1, "manifest": marked, "pad": [1.0, 0.0]}]
+            )
         for part in _batches(changed):
             _, vectors = local.vectors.vectors_of(part)
             data = [rows[cid] | {"dense": vectors[i].tolist()} for i, cid in enumerate(part)]
             self.client.upsert(names["chunks"], data)
+            if mid_sync is not None:
+                mid_sync()
         for part in _batches(removed):
             self.client.delete(names["chunks"], ids=part)
         if not fresh:

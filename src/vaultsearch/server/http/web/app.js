@@ -134,6 +134,7 @@ function renderStatus(s) {
   $("last-indexed").textContent = s.last_indexed || "never";
   $("reasons").replaceChildren(...(s.reasons || []).map((r) => el("li", r)));
   $("model").textContent = s.model || "–";
+  $("store").textContent = storeLine(s.store);
   const failed = $("failed");
   failed.replaceChildren(
     ...(s.failed || []).map((item) => {
@@ -144,6 +145,16 @@ function renderStatus(s) {
   );
   renderConfig(s.config || {}, new Set(s.rebuild_keys || []));
   renderState();
+}
+
+function storeLine(store) {
+  if (!store) return "–";
+  if (store.backend !== "milvus") return store.backend;
+  if (store.error) return "milvus: " + store.error;
+  let line = `milvus ${store.uri} (collections ${store.collection}_*)`;
+  const last = store.last_push;
+  if (last) line += `, last push ${last.generation}: ${last.chunks} chunks`;
+  return line;
 }
 
 function renderConfig(config, rebuildKeys) {
