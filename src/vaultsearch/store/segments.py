@@ -206,15 +206,7 @@ class Segment:
         assert self._folder is not None
         path = self.entry.files(self._folder)[1]
         _as_written(path, self.entry.sha256[1])
-        with path.open("rb") as fh, _HEADER_LOCK:
-            major, _ = np.lib.format.read_magic(fh)
-            read = (
-                np.lib.format.read_array_header_1_0
-                if major == 1
-                else np.lib.format.read_array_header_2_0
-            )
-            shape, fortran, dtype = read(fh)
-            offset = fh.tell()
+        shape, fortran, dtype, offset = _npy_header(path)
         if fortran or not shape or shape[0] != self.entry.rows:
             raise ValueError(f"{path.name}: {shape}, the list says {self.entry.rows} rows")
         return offset, dtype, tuple(shape)
@@ -324,8 +316,9 @@ def reuse_mapped(segments: list[Segment], held: list[Segment]) -> list[Segment]:
     return out
 
 
-def npy_shape(path: Path) -> tuple[int, ...]:
-    """The shape a ``.npy`` header declares, read without the data."""
+def _npy_header(path: Path) -> tuple[tuple[int, ...], bool, np.dtype[Any], int]:
+    """Shape, Fortran order, dtype and data offset of a ``.npy`` file, read without
+    the data (under the lock: numpy parses the header with ``ast.literal_eval``)."""
     with path.open("rb") as fh, _HEADER_LOCK:
         major, _ = np.lib.format.read_magic(fh)
         read = (
@@ -333,8 +326,13 @@ def npy_shape(path: Path) -> tuple[int, ...]:
             if major == 1
             else np.lib.format.read_array_header_2_0
         )
-        shape, _, _ = read(fh)
-        return tuple(int(n) for n in shape)
+        shape, fortran, dtype = read(fh)
+        return tuple(int(n) for n in shape), bool(fortran), dtype, fh.tell()
+
+
+def npy_shape(path: Path) -> tuple[int, ...]:
+    """The shape a ``.npy`` header declares, read without the data."""
+    return _npy_header(path)[0]
 
 
 def npy_bytes(array: np.ndarray) -> bytes:
