@@ -16,13 +16,9 @@ import time
 from typing import Any, TextIO
 
 import anyio
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INVALID_PARAMS,
-    CallToolResult,
-    InputRequiredResult,
     ListResourcesResult,
     PaginatedRequestParams,
     Resource,
@@ -41,7 +37,7 @@ from vaultsearch.server.mcp.handshake import INSTRUCTIONS, SERVER_NAME
 from vaultsearch.server.mcp.jsonrpc import valid_params
 from vaultsearch.server.mcp.pipe import StdioPipe
 from vaultsearch.server.mcp.wire import StdioWire
-from vaultsearch.server.tools.argerrors import plain
+from vaultsearch.server.tools.argerrors import PlainErrorsServer
 from vaultsearch.server.tools.control import ControlTools
 from vaultsearch.server.tools.core import VaultTools
 from vaultsearch.server.tools.nav import NavTools
@@ -112,7 +108,7 @@ class Background:
         self.live.stop(timeout=STOP_TIMEOUT)
 
 
-class VaultServer(MCPServer[Any]):
+class VaultServer(PlainErrorsServer):
     """MCPServer with the notes listed as resources and stdio over ``StdioWire``."""
 
     def __init__(
@@ -145,16 +141,6 @@ class VaultServer(MCPServer[Any]):
                 )
                 return [ReadResourceContents(content=text, mime_type=mime)]
         return await super().read_resource(uri, context)
-
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], context: Any = None
-    ) -> CallToolResult | InputRequiredResult:
-        try:
-            return await super().call_tool(name, arguments, context)
-        except UnexpectedToolError:
-            raise
-        except ToolError as exc:
-            raise plain(exc) from exc.__cause__
 
     async def list_resources(self) -> list[Resource]:
         notes = await anyio.to_thread.run_sync(note_resources, self.vault_tools.browser)

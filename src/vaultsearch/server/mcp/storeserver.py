@@ -19,10 +19,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import CallToolResult, InputRequiredResult, TextContent
+from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from vaultsearch import __version__
@@ -33,7 +31,7 @@ from vaultsearch.server.mcp.calllog import CallLog
 from vaultsearch.server.mcp.handshake import SERVER_NAME, STORE_INSTRUCTIONS
 from vaultsearch.server.mcp.jsonrpc import valid_params
 from vaultsearch.server.tools import render
-from vaultsearch.server.tools.argerrors import plain
+from vaultsearch.server.tools.argerrors import PlainErrorsServer
 from vaultsearch.server.tools.control import answer
 from vaultsearch.server.tools.core import agent_errors, reply
 from vaultsearch.server.tools.registry import READ, WRITE_TOOLS, plain_tool
@@ -149,18 +147,8 @@ def build_tools(tools: StoreTools) -> list[Tool]:
     return [plain_tool(getattr(tools, n), n, d, READ) for n, d in DESCRIPTIONS.items()]
 
 
-class StoreServer(MCPServer[Any]):
+class StoreServer(PlainErrorsServer):
     """Tool errors as the vault server gives them: one sentence, no SDK prefix."""
-
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], context: Any = None
-    ) -> CallToolResult | InputRequiredResult:
-        try:
-            return await super().call_tool(name, arguments, context)
-        except UnexpectedToolError:
-            raise
-        except ToolError as exc:
-            raise plain(exc) from exc.__cause__
 
 
 def refusal(target: MilvusTarget) -> Any:

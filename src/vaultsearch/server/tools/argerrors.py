@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import ValidationError
 
 PREFIX = "Error executing tool "
@@ -60,3 +62,18 @@ def plain(exc: ToolError) -> ToolError:
     if name and text.startswith(f"{PREFIX}{name}: "):
         return ToolError(text.removeprefix(f"{PREFIX}{name}: "))
     return exc
+
+
+class PlainErrorsServer(MCPServer[Any]):
+    """An MCP server whose tool errors are one sentence, without the SDK's prefix: the
+    vault's server and the Milvus store's both."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Any = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise
+        except ToolError as exc:
+            raise plain(exc) from exc.__cause__
