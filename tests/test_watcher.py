@@ -403,7 +403,11 @@ def _parse_children() -> set[int]:
     """This process's child processes that are parse boxes (from /proc)."""
     out = set()
     for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        for pid in (task / "children").read_text().split():
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:  # the thread ended between listing and reading
+            continue
+        for pid in children:
             try:
                 cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
             except OSError:
