@@ -33,10 +33,18 @@ from vaultsearch.search.ranking import Candidate, FusionSettings, complete, exte
 from vaultsearch.search.request import KINDS, MAX_TOP_K, MODES
 from vaultsearch.search.snapshot import Snapshot
 from vaultsearch.search.snippets import make_snippet
-from vaultsearch.search.typos import corrected, one_edit, spelled, surface, unknown_typos
+from vaultsearch.search.typos import (
+    Fix,
+    corrected,
+    one_edit,
+    spelled,
+    surface,
+    unknown_typos,
+)
+from vaultsearch.search.typos import sure as is_sure
 from vaultsearch.store.catalog import ChunkRow
 from vaultsearch.store.derived import DERIVED, DerivedIndex, Query
-from vaultsearch.store.fuzzy import Expansion, osa_distance
+from vaultsearch.store.fuzzy import MAX_EXPANSIONS, Expansion, osa_distance
 from vaultsearch.store.layout import IndexLayout
 
 DEEPEST = 4 * MAX_TOP_K
@@ -54,7 +62,8 @@ class Retrieved:
     banned: frozenset[int] = frozenset()
     """Notes holding a ``-word``: left out in every mode."""
     text: str = ""
-    """The query without its operators (what an exact title or alias match compares)."""
+    """The query without its operators, misspelt words corrected (what an exact title or
+    alias match compares)."""
     completion: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     """Per branch, scores of the chunks of notes only the other branch found
     (``ranking.complete``); in hybrid mode, the semantic branch's, else empty."""
@@ -292,11 +301,20 @@ class QueryOrchestrator:
 
         readable = bool(query.terms) and (bool(lexical) or "keywords" not in snap.damaged)
         expanded = snap.lexicon.expand(query.terms) if readable else []
-        expanded += _one_edit_typos(snap, query.terms, expanded) if readable else []
+        edits = _one_edit_typos(snap, query.terms, expanded) if readable else {}
+        expanded = [e for e in expanded if e.kind != "typo" or e.word not in edits] + [
+            Expansion(w, f.term, "typo")
+            for w, found in edits.items()
+            for f in found[:MAX_EXPANSIONS]
+        ]
         typed = parsed.text or " ".join(parsed.highlight_terms)
         fixes = _typo_fixes(snap, expanded) if dense or lexical else {}
         embedded = corrected(typed, fixes) if dense else typed
-        sure = {w: f for w, f in fixes.items() if osa_distance(w, f, 1) <= 1}
+        sure = {
+            w: f
+            for w, f in fixes.items()
+            if osa_distance(w, f, 1) <= 1 and (w not in edits or is_sure(edits[w]))
+        }
         expanded += snap.lexicon.expand(list(sure.values())) if sure else []
 
         def lexical_side() -> tuple[dict[str, list[tuple[int, float]]], _Scored]:
@@ -360,7 +378,7 @@ class QueryOrchestrator:
             results,
             tuple(widened),
             banned or frozenset(),
-            parsed.text,
+            corrected(parsed.text, fixes),
             completion,
             embedded if embedded != typed else "",
         )
@@ -586,23 +604,25 @@ def _neighbours(snap: Snapshot) -> Callable[[str], Iterable[str]] | None:
 
 def _one_edit_typos(
     snap: Snapshot, terms: Sequence[str], expanded: list[Expansion]
-) -> list[Expansion]:
-    """A typo expansion for each query word no chunk holds that the keyword side did not
-    widen at all, from the index term one edit away as typed (``typos.one_edit``); a word
-    that begins index terms (``refact``) is taken as cut short, not misspelt."""
-    covered = {e.word for e in expanded}
+) -> dict[str, list[Fix]]:
+    """Each query word no chunk holds, with the words one edit from it as typed whose
+    stems the index holds (``typos.one_edit``): they replace the keyword side's widenings
+    of its stem. A word that begins index terms (``refact``) is taken as cut short, not
+    misspelt, and a word a title, alias or heading holds is the user's own."""
+    cut_short = {e.word for e in expanded if e.kind == "prefix"}
+    lexicon = snap.lexicon
 
     def df(term: str) -> int:
-        return snap.lexicon.doc_freq(term)[0]
+        return lexicon.doc_freq(term)[0]
 
-    out = []
+    out = {}
     for word in dict.fromkeys(w.lower() for w in terms):
-        if word in covered or not word.isalpha() or df(snap.stem(word)):
+        if word in cut_short or not word.isalpha() or df(snap.stem(word)):
             continue
-        if snap.lexicon.chunks_matching([word]):  # a title, alias or heading holds it
+        if lexicon.chunks_matching([word]):
             continue
-        if fix := one_edit(word, df, snap.stem):
-            out.append(Expansion(word, snap.stem(fix), "typo"))
+        if found := one_edit(word, df, snap.stem, lexicon.most_begun):
+            out[word] = found
     return out
 
 
