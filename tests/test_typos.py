@@ -30,6 +30,7 @@ FILES["Grendal Street.md"] = "# Grendal Street\n\nGrendal street has a bakery.\n
 FILES["Flours.md"] = "# Flours\n\nThe difference between rye and spelt is their gluten.\n"
 FILES["Journal.md"] = "# Journal\n\nWrite every morning, write by hand, write slowly.\n"
 FILES["Fence.md"] = "# Fence\n\nThe fence is held by wire.\n"
+FILES["Publishing.md"] = "# Publishing\n\nSet nav_exclude_children to hide a page's children.\n"
 FILES["Cheese Cave.md"] = "# Cheese Cave\n\nAge the wheels at a steady temperature.\n"
 
 
@@ -91,6 +92,8 @@ def test_a_typo_in_the_ending_is_corrected_although_its_stem_is_far(vault: Vault
         ("wirte every morning", "write every morning"),
         # cut short and mistyped: no word is one edit away, a word begins one
         ("folwcha text", "flowcha text"),
+        # a word inside an identifier
+        ("nav_exclued_children", "nav_exclude_children"),
     ],
 )
 def test_a_misspelt_query_finds_what_the_clean_one_finds(
@@ -121,6 +124,8 @@ def test_pure_parts() -> None:
         "hibernation swap-hibernation"
     )
     assert corrected("unchanged", {}) == "unchanged"
+    assert corrected("nav_exclued_children", {"exclued": "exclude"}) == "nav_exclude_children"
+    assert corrected("unexclued exclued2", {"exclued": "exclude"}) == "unexclued exclued2"
 
 
 def test_one_edit_and_spelled() -> None:

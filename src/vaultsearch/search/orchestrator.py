@@ -7,6 +7,7 @@ only model call at query time is the query itself.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 import time
@@ -324,7 +325,7 @@ class QueryOrchestrator:
             # as a word of the query, in every field, instead of its weaker widenings.
             q = replace(
                 query,
-                terms=(*query.terms, *sure.values()),
+                terms=(*query.terms, *_fixed_terms(query.terms, sure)),
                 expansions=tuple(e for e in widened if e.word not in sure),
             )
             out = {}
@@ -608,7 +609,8 @@ def _one_edit_typos(
     """Each query word no chunk holds, with the words one edit from it as typed whose
     stems the index holds (``typos.one_edit``): they replace the keyword side's widenings
     of its stem. A word that begins index terms (``refact``) is taken as cut short, not
-    misspelt, and a word a title, alias or heading holds is the user's own."""
+    misspelt, and a word a title, alias or heading holds is the user's own. The letters of
+    an identifier are words too (``exclued`` in ``nav_exclued_children``)."""
     cut_short = {e.word for e in expanded if e.kind == "prefix"}
     lexicon = snap.lexicon
 
@@ -616,14 +618,23 @@ def _one_edit_typos(
         return lexicon.doc_freq(term)[0]
 
     out = {}
-    for word in dict.fromkeys(w.lower() for w in terms):
-        if word in cut_short or not word.isalpha() or df(snap.stem(word)):
+    parts = (p for w in terms for p in re.findall(r"[^\W\d_]+", w.lower()))
+    for word in dict.fromkeys(parts):
+        if word in cut_short or df(snap.stem(word)):
             continue
         if lexicon.chunks_matching([word]):
             continue
         if found := one_edit(word, df, snap.stem, lexicon.most_begun):
             out[word] = found
     return out
+
+
+def _fixed_terms(terms: Sequence[str], sure: dict[str, str]) -> list[str]:
+    """Each query term holding a surely misspelt word, corrected: the fixed identifier
+    (``nav_exclude_children``) is searched whole, as the typed one would have been."""
+    if not sure:
+        return []
+    return list(dict.fromkeys(f for t in terms if (f := corrected(t, sure)) != t))
 
 
 def _typo_fixes(snap: Snapshot, expanded: list[Expansion]) -> dict[str, str]:

@@ -143,13 +143,14 @@ def surface(typed: str, term: str, texts: Iterable[str], stem: Callable[[str], s
 
 
 def corrected(text: str, fixes: Mapping[str, str]) -> str:
-    """``text`` with each whole word in ``fixes`` (any case) replaced by its fix."""
+    """``text`` with each whole word in ``fixes`` (any case) replaced by its fix; a word
+    between underscores is whole (``nav_exclued_children``)."""
     if not fixes:
         return text
     pattern = re.compile(
-        r"(?<!\w)("
+        r"(?<![^\W_])("
         + "|".join(re.escape(w) for w in sorted(fixes, key=len, reverse=True))
-        + r")(?!\w)",
+        + r")(?![^\W_])",
         re.IGNORECASE,
     )
     return pattern.sub(lambda m: fixes[m.group(0).lower()], text)
