@@ -7,7 +7,15 @@ import pytest
 
 from tests.conftest import write_files
 from vaultsearch import Vault
-from vaultsearch.search.typos import corrected, one_edit, spelled, surface, unknown_typos
+from vaultsearch.search.typos import (
+    Fix,
+    corrected,
+    one_edit,
+    spelled,
+    sure,
+    surface,
+    unknown_typos,
+)
 from vaultsearch.store.fuzzy import Expansion
 
 FILES: dict[str, str | bytes] = {
@@ -20,6 +28,10 @@ FILES["Sourdough.md"] = "# Sourdough\n\nFeed the starter daily and bake when it 
 FILES["Beowulf.md"] = "---\naliases: [Grendel]\n---\n# Beowulf\n\nThe hero fights a monster.\n"
 FILES["Grendal Street.md"] = "# Grendal Street\n\nGrendal street has a bakery.\n"
 FILES["Flours.md"] = "# Flours\n\nThe difference between rye and spelt is their gluten.\n"
+FILES["Journal.md"] = "# Journal\n\nWrite every morning, write by hand, write slowly.\n"
+FILES["Fence.md"] = "# Fence\n\nThe fence is held by wire.\n"
+FILES["Publishing.md"] = "# Publishing\n\nSet nav_exclude_children to hide a page's children.\n"
+FILES["Cheese Cave.md"] = "# Cheese Cave\n\nAge the wheels at a steady temperature.\n"
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +84,34 @@ def test_a_typo_in_the_ending_is_corrected_although_its_stem_is_far(vault: Vault
     assert [h.path for h in keyword][:1] == ["Flours.md"]
 
 
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        # a swap whose stem is one edit from a rarer word ("wirt" -> "wire"): the
+        # commoner word one edit from what was typed wins
+        ("wirte every morning", "write every morning"),
+        # cut short and mistyped: no word is one edit away, a word begins one
+        ("folwcha text", "flowcha text"),
+        # a word inside an identifier
+        ("nav_exclued_children", "nav_exclude_children"),
+    ],
+)
+def test_a_misspelt_query_finds_what_the_clean_one_finds(
+    vault: Vault, typed: str, meant: str
+) -> None:
+    clean = vault.search(meant, top_k=3)
+    hits = vault.search(typed, explain=True, top_k=3)
+    assert hits[0].path == clean[0].path
+    assert hits[0].explain is not None and hits[0].explain.embedded.startswith(meant.split()[0][:4])
+
+
+def test_a_misspelt_note_name_still_takes_the_name_match(vault: Vault) -> None:
+    hits = vault.search("Cheese Cvae", explain=True, top_k=3)
+    assert hits[0].path == "Cheese Cave.md"
+    assert hits[0].explain is not None and hits[0].explain.name_added > 0
+    assert hits[0].explain.embedded == "Cheese cave"
+
+
 def test_pure_parts() -> None:
     exps = [Expansion("hibernaton", "hibern", "typo"), Expansion("canv", "canva", "prefix")]
     assert unknown_typos(exps, lambda t: 0, lambda w: w) == {"hibernaton": "hibern"}
@@ -84,6 +124,8 @@ def test_pure_parts() -> None:
         "hibernation swap-hibernation"
     )
     assert corrected("unchanged", {}) == "unchanged"
+    assert corrected("nav_exclued_children", {"exclued": "exclude"}) == "nav_exclude_children"
+    assert corrected("unexclued exclued2", {"exclued": "exclude"}) == "unexclued exclued2"
 
 
 def test_one_edit_and_spelled() -> None:
@@ -91,8 +133,30 @@ def test_one_edit_and_spelled() -> None:
         return w[:-2] if w.endswith("ed") else w
 
     df = {"collect": 3, "collide": 1}.get
-    assert one_edit("colelcted", lambda t: df(t) or 0, stem) == "collected"
-    assert one_edit("zzzzzz", lambda t: df(t) or 0, stem) == ""
-    assert one_edit("clt", lambda t: 5, stem) == ""  # too short to guess
+    found = one_edit("colelcted", lambda t: df(t) or 0, stem)
+    assert [(f.word, f.term, f.chunks) for f in found] == [("collected", "collect", 3)]
+    assert one_edit("zzzzzz", lambda t: df(t) or 0, stem) == []
+    assert one_edit("clt", lambda t: 5, stem) == []  # too short to guess
+    # the commoner of two one-edit words first: "wirte" is "write" before "wire"
+    counts = {"write": 40, "wire": 2}.get
+    found = one_edit("wirte", lambda t: counts(t) or 0, lambda w: w)
+    assert [f.word for f in found] == ["write", "wire"]
+    assert sure(found, 3.0) and not sure(found, 30.0) and not sure([], 3.0)
+    # a swap is likelier than one of the 25 letters a letter could have been changed to,
+    # so a rarer swapped word can come before a commoner changed one
+    counts = {"salaf": 12, "slaac": 2}.get
+    found = one_edit("salac", lambda t: counts(t) or 0, lambda w: w)
+    assert [f.word for f in found] == ["slaac", "salaf"]
+    top = one_edit("salac", lambda t: 100 * (t == "salaf") + 2 * (t == "slaac"), str)[0]
+    assert top == Fix("salaf", "salaf", 100, 100 / 25 / 5)  # unless the other is far commoner
+    # a word cut short and mistyped: no variant is a term, one begins a term
+    begun = {"subsamp": ("subsampl", 4)}
+
+    def begins(prefix: str) -> tuple[str, int]:
+        return begun.get(prefix, ("", 0))
+
+    found = one_edit("susbamp", lambda t: 0, lambda w: w, begins)
+    assert [(f.word, f.term, f.chunks) for f in found] == [("subsamp", "subsampl", 4)]
+    assert one_edit("susbamp", lambda t: 0, lambda w: w) == []
     assert spelled("colelcted", "collect", stem) == "collected"
     assert spelled("colelcted", "other", stem) == ""

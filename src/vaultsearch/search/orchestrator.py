@@ -7,6 +7,7 @@ only model call at query time is the query itself.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 import time
@@ -33,10 +34,18 @@ from vaultsearch.search.ranking import Candidate, FusionSettings, complete, exte
 from vaultsearch.search.request import KINDS, MAX_TOP_K, MODES
 from vaultsearch.search.snapshot import Snapshot
 from vaultsearch.search.snippets import make_snippet
-from vaultsearch.search.typos import corrected, one_edit, spelled, surface, unknown_typos
+from vaultsearch.search.typos import (
+    Fix,
+    corrected,
+    one_edit,
+    spelled,
+    surface,
+    unknown_typos,
+)
+from vaultsearch.search.typos import sure as is_sure
 from vaultsearch.store.catalog import ChunkRow
 from vaultsearch.store.derived import DERIVED, DerivedIndex, Query
-from vaultsearch.store.fuzzy import Expansion, osa_distance
+from vaultsearch.store.fuzzy import MAX_EXPANSIONS, Expansion, osa_distance
 from vaultsearch.store.layout import IndexLayout
 
 DEEPEST = 4 * MAX_TOP_K
@@ -54,7 +63,8 @@ class Retrieved:
     banned: frozenset[int] = frozenset()
     """Notes holding a ``-word``: left out in every mode."""
     text: str = ""
-    """The query without its operators (what an exact title or alias match compares)."""
+    """The query without its operators, misspelt words corrected (what an exact title or
+    alias match compares)."""
     completion: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     """Per branch, scores of the chunks of notes only the other branch found
     (``ranking.complete``); in hybrid mode, the semantic branch's, else empty."""
@@ -292,11 +302,20 @@ class QueryOrchestrator:
 
         readable = bool(query.terms) and (bool(lexical) or "keywords" not in snap.damaged)
         expanded = snap.lexicon.expand(query.terms) if readable else []
-        expanded += _one_edit_typos(snap, query.terms, expanded) if readable else []
+        edits = _one_edit_typos(snap, query.terms, expanded) if readable else {}
+        expanded = [e for e in expanded if e.kind != "typo" or e.word not in edits] + [
+            Expansion(w, f.term, "typo")
+            for w, found in edits.items()
+            for f in found[:MAX_EXPANSIONS]
+        ]
         typed = parsed.text or " ".join(parsed.highlight_terms)
         fixes = _typo_fixes(snap, expanded) if dense or lexical else {}
         embedded = corrected(typed, fixes) if dense else typed
-        sure = {w: f for w, f in fixes.items() if osa_distance(w, f, 1) <= 1}
+        sure = {
+            w: f
+            for w, f in fixes.items()
+            if osa_distance(w, f, 1) <= 1 and (w not in edits or is_sure(edits[w]))
+        }
         expanded += snap.lexicon.expand(list(sure.values())) if sure else []
 
         def lexical_side() -> tuple[dict[str, list[tuple[int, float]]], _Scored]:
@@ -306,7 +325,7 @@ class QueryOrchestrator:
             # as a word of the query, in every field, instead of its weaker widenings.
             q = replace(
                 query,
-                terms=(*query.terms, *sure.values()),
+                terms=(*query.terms, *_fixed_terms(query.terms, sure)),
                 expansions=tuple(e for e in widened if e.word not in sure),
             )
             out = {}
@@ -360,7 +379,7 @@ class QueryOrchestrator:
             results,
             tuple(widened),
             banned or frozenset(),
-            parsed.text,
+            corrected(parsed.text, fixes),
             completion,
             embedded if embedded != typed else "",
         )
@@ -586,24 +605,36 @@ def _neighbours(snap: Snapshot) -> Callable[[str], Iterable[str]] | None:
 
 def _one_edit_typos(
     snap: Snapshot, terms: Sequence[str], expanded: list[Expansion]
-) -> list[Expansion]:
-    """A typo expansion for each query word no chunk holds that the keyword side did not
-    widen at all, from the index term one edit away as typed (``typos.one_edit``); a word
-    that begins index terms (``refact``) is taken as cut short, not misspelt."""
-    covered = {e.word for e in expanded}
+) -> dict[str, list[Fix]]:
+    """Each query word no chunk holds, with the words one edit from it as typed whose
+    stems the index holds (``typos.one_edit``): they replace the keyword side's widenings
+    of its stem. A word that begins index terms (``refact``) is taken as cut short, not
+    misspelt, and a word a title, alias or heading holds is the user's own. The letters of
+    an identifier are words too (``exclued`` in ``nav_exclued_children``)."""
+    cut_short = {e.word for e in expanded if e.kind == "prefix"}
+    lexicon = snap.lexicon
 
     def df(term: str) -> int:
-        return snap.lexicon.doc_freq(term)[0]
+        return lexicon.doc_freq(term)[0]
 
-    out = []
-    for word in dict.fromkeys(w.lower() for w in terms):
-        if word in covered or not word.isalpha() or df(snap.stem(word)):
+    out = {}
+    parts = (p for w in terms for p in re.findall(r"[^\W\d_]+", w.lower()))
+    for word in dict.fromkeys(parts):
+        if word in cut_short or df(snap.stem(word)):
             continue
-        if snap.lexicon.chunks_matching([word]):  # a title, alias or heading holds it
+        if lexicon.chunks_matching([word]):
             continue
-        if fix := one_edit(word, df, snap.stem):
-            out.append(Expansion(word, snap.stem(fix), "typo"))
+        if found := one_edit(word, df, snap.stem, lexicon.most_begun):
+            out[word] = found
     return out
+
+
+def _fixed_terms(terms: Sequence[str], sure: dict[str, str]) -> list[str]:
+    """Each query term holding a surely misspelt word, corrected: the fixed identifier
+    (``nav_exclude_children``) is searched whole, as the typed one would have been."""
+    if not sure:
+        return []
+    return list(dict.fromkeys(f for t in terms if (f := corrected(t, sure)) != t))
 
 
 def _typo_fixes(snap: Snapshot, expanded: list[Expansion]) -> dict[str, str]:

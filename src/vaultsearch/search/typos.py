@@ -8,15 +8,18 @@ when no chunk holds it and a close term exists: a word the vault contains, howev
 or odd, is its user's word and is embedded as typed.
 
 The keyword side compares stems, and a typo in a word's ending hides the ending from the
-stemmer (``diffreence`` stems to ``diffreenc``, four edits from ``differ``), so a word
-the keyword side found nothing close to is also tried one edit away as typed
-(``one_edit``), each variant stemmed as the index stems it.
+stemmer (``diffreence`` stems to ``diffreenc``, four edits from ``differ``; ``wirte``
+stems to ``wirt``, nearer ``wire`` than ``write``), so a word no chunk holds is tried one
+edit away as typed (``one_edit``), each variant stemmed as the index stems it, ranked by
+its chunks times the chance of its kind of slip (a noisy channel with every kind of slip
+equally likely).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from vaultsearch.search.query import words
 from vaultsearch.store.fuzzy import Expansion, osa_distance
@@ -37,38 +40,93 @@ def unknown_typos(
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
+SURE = 1.0
+"""A one-edit fix replaces the typed word in keyword search only when its odds are at
+least this many times the next candidate's; otherwise every candidate is searched
+(``SALAC``: ``salaf`` or ``slaac``), each weighed down. 5-fold cross-validation over both
+judged vaults (``bench/typo_cv.py``) chose 1 on four folds and 10 on one: the likeliest
+fix replaces the word."""
+
+
+CHANNEL = True
+"""Whether candidates are weighed by how likely their kind of slip is (``_edits``) as well
+as by how many chunks hold them; chosen by the same cross-validation as ``SURE``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    """A word one edit from the typed one, and the index term standing in for it."""
+
+    word: str
+    term: str
+    chunks: int
+    odds: float = 0.0
+    """``chunks`` times the chance of this one slip (``_edits``): what ranks fixes."""
+
+
 def one_edit(
-    word: str, doc_freq: Callable[[str], int], stem: Callable[[str], str], least: int = 4
-) -> str:
-    """The word one edit from ``word`` (two neighbours swapped, a letter dropped, added
-    or changed) whose stem the most chunks hold; empty when none does or ``word`` is
-    shorter than ``least`` (a short word has too many neighbours to guess from)."""
+    word: str,
+    doc_freq: Callable[[str], int],
+    stem: Callable[[str], str],
+    begun: Callable[[str], tuple[str, int]] | None = None,
+    least: int = 4,
+) -> list[Fix]:
+    """The words one edit from ``word`` (two neighbours swapped, a letter dropped, added
+    or changed) whose stem the index holds, likeliest first; empty when ``word`` is
+    shorter than ``least`` (a short word has too many neighbours to guess from).
+
+    The edit is made on the word as typed, not on its stem: a typo hides a word's ending
+    from the stemmer (``wirte`` stems to ``wirt``, one edit from ``wire`` but two from
+    ``write``). When no variant's stem is held, a variant that begins index terms
+    (``susbamp`` -> ``subsamp`` -> ``subsampl``) is a word cut short and mistyped."""
     if len(word) < least:
-        return ""
-    counts: dict[str, tuple[int, str]] = {}
-    for v in _edits(word.lower()):
+        return []
+    variants = _edits(word.lower())
+    found: dict[str, Fix] = {}
+    for v, chance in variants:
         term = stem(v)
-        if term not in counts:
-            counts[term] = (doc_freq(term), v)
-    best = max(counts.values(), default=(0, ""))
-    return best[1] if best[0] > 0 else ""
+        if term not in found and (n := doc_freq(term)):
+            found[term] = Fix(v, term, n, n * (chance if CHANNEL else 1.0))
+    if not found and begun is not None:
+        for v, chance in variants:
+            if len(v) > least and v.isalpha():
+                term, n = begun(v)
+                if n and term not in found:
+                    found[term] = Fix(v, term, n, n * (chance if CHANNEL else 1.0))
+    return sorted(found.values(), key=lambda f: -f.odds)
+
+
+def sure(fixes: Sequence[Fix], ratio: float | None = None) -> bool:
+    """Whether the first fix stands out enough to replace the typed word (``SURE``)."""
+    ratio = SURE if ratio is None else ratio
+    return len(fixes) == 1 or (bool(fixes) and fixes[0].odds >= ratio * fixes[1].odds)
 
 
 def spelled(typed: str, term: str, stem: Callable[[str], str]) -> str:
     """The word one edit from ``typed`` that stems to ``term`` (``recriutment`` ->
     ``recruitment`` for ``recruit``), so the model is given the word the user meant
     rather than another word of that stem; empty when none does."""
-    return next((v for v in _edits(typed.lower()) if stem(v) == term), "")
+    return next((v for v, _ in _edits(typed.lower()) if stem(v) == term), "")
 
 
-def _edits(w: str) -> list[str]:
-    """Every string one edit from ``w``, neighbour swaps first (the commonest slip)."""
+def _edits(w: str) -> list[tuple[str, float]]:
+    """Every string one edit from ``w`` with the chance of that one slip, each kind of
+    slip taken as equally likely and shared among the strings it can make: a swap is
+    one of ``n - 1``, a letter too many one of ``n``, a letter changed one of ``25 n``,
+    a letter missing one of ``26 (n + 1)``. So ``salac`` is ``slaac`` before ``salaf``
+    unless ``salaf`` is far commoner."""
+    n = max(len(w), 1)
     splits = [(w[:i], w[i:]) for i in range(len(w) + 1)]
-    out = [a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1 and b[0] != b[1]]
-    out += [a + b[1:] for a, b in splits if b]
-    out += [a + c + b[1:] for a, b in splits if b for c in LETTERS if c != b[0]]
-    out += [a + c + b for a, b in splits for c in LETTERS]
-    return out
+    swaps = [a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1 and b[0] != b[1]]
+    drops = [a + b[1:] for a, b in splits if b]
+    changes = [a + c + b[1:] for a, b in splits if b for c in LETTERS if c != b[0]]
+    adds = [a + c + b for a, b in splits for c in LETTERS]
+    return (
+        [(v, 1 / max(n - 1, 1)) for v in swaps]
+        + [(v, 1 / n) for v in drops]
+        + [(v, 1 / (25 * n)) for v in changes]
+        + [(v, 1 / (26 * (n + 1))) for v in adds]
+    )
 
 
 def surface(typed: str, term: str, texts: Iterable[str], stem: Callable[[str], str]) -> str:
@@ -85,13 +143,14 @@ def surface(typed: str, term: str, texts: Iterable[str], stem: Callable[[str], s
 
 
 def corrected(text: str, fixes: Mapping[str, str]) -> str:
-    """``text`` with each whole word in ``fixes`` (any case) replaced by its fix."""
+    """``text`` with each whole word in ``fixes`` (any case) replaced by its fix; a word
+    between underscores is whole (``nav_exclued_children``)."""
     if not fixes:
         return text
     pattern = re.compile(
-        r"(?<!\w)("
+        r"(?<![^\W_])("
         + "|".join(re.escape(w) for w in sorted(fixes, key=len, reverse=True))
-        + r")(?!\w)",
+        + r")(?![^\W_])",
         re.IGNORECASE,
     )
     return pattern.sub(lambda m: fixes[m.group(0).lower()], text)

@@ -73,6 +73,9 @@ class Lexicon(Protocol):
     def doc_freq(self, term: str) -> tuple[int, int]:
         """(documents holding the analysed term, documents in all)."""
 
+    def most_begun(self, prefix: str) -> tuple[str, int]:
+        """The commonest term beginning with ``prefix`` and its document count."""
+
 
 @dataclass(frozen=True, slots=True)
 class DerivedSettings:

@@ -370,6 +370,15 @@ class GuardedReader:
         searcher = self._index.index.searcher()
         return int(searcher.doc_freq("text", term)), int(searcher.num_docs)
 
+    def most_begun(self, prefix: str) -> tuple[str, int]:
+        """The index term beginning with ``prefix`` that most chunks hold, with their
+        count; ``("", 0)`` when none does."""
+        found = guarded(
+            lambda: self._index.index.searcher().terms_with_prefix("text", prefix, limit=1),
+            "expand",
+        )
+        return (str(found[0][0]), int(found[0][1])) if found else ("", 0)
+
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._index, name)
         if not callable(attr):
