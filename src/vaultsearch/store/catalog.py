@@ -415,6 +415,31 @@ class Catalog:
         rows = self.db.execute("SELECT path, id, content_hash, size, mtime_ns FROM notes")
         return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
 
+    def file_states_under(
+        self, paths: Iterable[str], prefixes: Iterable[str]
+    ) -> dict[str, tuple[int, str, int, int]]:
+        """``file_states`` of these paths and of the paths under these prefixes, found
+        through the path index: an edit the watcher names reads its own rows, not a row
+        per note of the vault."""
+        cols = "SELECT path, id, content_hash, size, mtime_ns FROM notes"
+        rows = list(self._select_in(f"{cols} WHERE path IN ({{marks}})", sorted(set(paths))))
+        for prefix in set(prefixes):
+            if prefix:
+                upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+                sql = f"{cols} WHERE path >= ? AND path < ?"
+                rows += self.db.execute(sql, (prefix, upper)).fetchall()
+        return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
+
+    def names_token(self) -> str | None:
+        """Changes whenever the set of note names does (``indexing/linking.py``): what a
+        link resolver built from them may be kept by."""
+        return self.get_meta("names")
+
+    def note_names_of(self, ids: Iterable[int]) -> dict[int, tuple[str, str]]:
+        """id -> (path, source) of these notes."""
+        sql = f"SELECT id, path, {self.column('source')} FROM notes WHERE id IN ({{marks}})"
+        return {r[0]: (r[1], r[2]) for r in self._select_in(sql, sorted(set(ids)))}
+
     def note_sources(self) -> dict[str, str]:
         """path -> source name ('' for the vault's own notes)."""
         rows = self.db.execute(f"SELECT path, {self.column('source')} FROM notes")
@@ -641,20 +666,38 @@ class Catalog:
         sql = "SELECT path FROM notes WHERE path IN ({marks})"
         return {r[0] for r in self._select_in(sql, sorted(set(paths)))}
 
-    def graph_counts(self) -> tuple[int, int]:
+    def graph_counts(self, note_ids: Iterable[int] | None = None) -> tuple[int, int]:
         """(edges, broken links) of the graph ``store/graph.py`` builds from these rows:
         distinct note-to-note links other than to itself, and written links to no note
-        (``store/counts.py``'s definition, every surface's)."""
+        (``store/counts.py``'s definition, every surface's). ``note_ids``: of the links
+        of these notes only (each note's count is its own, so counts add up)."""
+        if note_ids is None:
+            return self._graph_counts("")
+        edges = unresolved = 0
+        ids = sorted(set(note_ids))
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            e, u = self._graph_counts(f" AND l.source_id IN ({','.join('?' * len(part))})", part)
+            edges, unresolved = edges + e, unresolved + u
+        return edges, unresolved
+
+    def _graph_counts(self, where: str, values: Sequence[int] = ()) -> tuple[int, int]:
         edges = self.db.execute(
             "SELECT COUNT(*) FROM (SELECT DISTINCT l.source_id, l.target_path FROM links l"
             " JOIN notes s ON s.id=l.source_id JOIN notes t ON t.path=l.target_path"
-            " WHERE l.target_path != s.path)"
+            f" WHERE l.target_path != s.path{where})",
+            values,
         ).fetchone()[0]
         unresolved = self.db.execute(
             "SELECT COUNT(*) FROM links l JOIN notes s ON s.id=l.source_id"
-            " LEFT JOIN notes t ON t.path=l.target_path WHERE t.id IS NULL"
+            f" LEFT JOIN notes t ON t.path=l.target_path WHERE t.id IS NULL{where}",
+            values,
         ).fetchone()[0]
         return int(edges), int(unresolved)
+
+    def note_ids_of(self, paths: Iterable[str]) -> set[int]:
+        sql = "SELECT id FROM notes WHERE path IN ({marks})"
+        return {r[0] for r in self._select_in(sql, sorted(set(paths)))}
 
     def note_names(self) -> list[tuple[int, str, str, list[str]]]:
         """(id, path, source, aliases) of every note: what a link resolver is built from."""
