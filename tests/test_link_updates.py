@@ -93,13 +93,15 @@ def _step(rng: random.Random, root: Path, files: dict[str, str]) -> set[str]:
     return {path}
 
 
-@pytest.mark.parametrize("compact_min", [512, 3])
+@pytest.mark.parametrize(("compact_min", "by"), [(512, "scan"), (3, "scan"), (512, "paths")])
 def test_incremental_links_and_graph_equal_resolving_and_building_everything(
-    tmp_path: Path, embedder: object, monkeypatch: pytest.MonkeyPatch, compact_min: int
+    tmp_path: Path, embedder: object, monkeypatch: pytest.MonkeyPatch, compact_min: int, by: str
 ) -> None:
     """With a delta that grows for the whole series (512), and one folded into a new
     base every few steps (3): the graph a reader loads is the one built whole, its
-    counts are the state file's, and a base no commit rewrote is a hard link."""
+    counts (kept by adding what each update changed) are the state file's, and a base no
+    commit rewrote is a hard link. ``paths``: each update is told the paths that changed,
+    as the watcher tells it, and reads only their catalog rows."""
     monkeypatch.setattr(derived_graph, "COMPACT_MIN", compact_min)
     rng = random.Random(23)
     root = tmp_path / "vault"
@@ -114,7 +116,10 @@ def test_incremental_links_and_graph_equal_resolving_and_building_everything(
         for step in range(25):
             touched = _step(rng, root, files)
             base = GraphPart.location(IndexLayout(index_dir).live).stat()
-            vault.index()
+            if by == "paths":
+                vault.manager().update(paths=sorted(touched))
+            else:
+                vault.index()
             live = IndexLayout(index_dir).live
             compactions += not read_delta(GraphPart.location(live))[1]
             if read_delta(GraphPart.location(live))[1]:
@@ -126,6 +131,7 @@ def test_incremental_links_and_graph_equal_resolving_and_building_everything(
                 stored = _stored(catalog)
                 path_of = {i: p for i, p, _, _ in catalog.note_names()}
                 built = graph_data(build_graph(catalog.notes(), catalog.links()))
+                counted = catalog.graph_counts()
             finally:
                 catalog.close()
             assert stored == _resolved_from_scratch(index_dir, tmp_path / "scratch.sqlite"), step
@@ -134,6 +140,7 @@ def test_incremental_links_and_graph_equal_resolving_and_building_everything(
             state = read_state(live.root) or {}
             assert state["links"] == loaded.number_of_edges(), step
             assert state["unresolved_links"] == loaded.graph["unresolved_links"], step
+            assert (state["links"], state["unresolved_links"]) == counted, step
             now = {(s, t, line): p for s, t, _, line, p in stored if path_of[s] not in touched}
             moved_elsewhere += sum(1 for k, p in now.items() if k in before and before[k] != p)
             before = {(s, t, line): p for s, t, _, line, p in stored}

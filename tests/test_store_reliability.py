@@ -172,9 +172,19 @@ def _damage(path: Path, how: str) -> None:
     data = bytearray(path.read_bytes())
     if how == "truncate":
         data = data[: len(data) // 2]
+    elif how in ROW_CONTENT:  # bytes inside a stored row that still decode and parse
+        old, new = ROW_CONTENT[how]
+        at = data.index(old)
+        data[at : at + len(old)] = new
     else:  # a bit flip in the middle
         data[len(data) // 2] ^= 0x10
     _replace_bytes(path, bytes(data))
+
+
+ROW_CONTENT = {"row-bitflip": (b"(version 0)", b"(version 1)"), "row-bytes": (b"About", b"Xyzzy")}
+"""Damage to a catalog row's content that SQLite does not see (it checksums no row) and
+every read accepts: a flipped bit in a digit of a chunk's text, five bytes of a text
+replaced. Only the row's own checksum (``store/rowsums.py``) finds it."""
 
 
 def _replace_bytes(path: Path, data: bytes) -> None:
@@ -185,6 +195,8 @@ def _replace_bytes(path: Path, data: bytes) -> None:
 
 DAMAGED = {
     "catalog-truncate": (lambda d: IndexLayout(d).live.catalog, "truncate"),
+    "catalog-row-bitflip": (lambda d: IndexLayout(d).live.catalog, "row-bitflip"),
+    "catalog-row-bytes": (lambda d: IndexLayout(d).live.catalog, "row-bytes"),
     "vectors-bitflip": (lambda d: VectorPart.location(IndexLayout(d).live), "bitflip"),
     "vector-rows-bitflip": (lambda d: _vector_file(d, "vectors", ".rows.npy"), "bitflip"),
     "vector-ids-delete": (lambda d: _vector_file(d, "vectors", ".ids.npy"), "delete"),
@@ -208,7 +220,10 @@ def test_damage_is_detected_and_repaired_without_embedding(
     with Vault.open(root, index_dir=index_dir) as vault:
         want = [h.path for h in vault.search("glacier", mode="keyword")]
     target, how = DAMAGED[case]
+    before = _dump(target(index_dir)) if how in ROW_CONTENT else None
     _damage(target(index_dir), how)
+    if before is not None:
+        assert _dump(target(index_dir)) != before, "the damage changed no stored row"
     cached = embeddings()
     args = [str(root), "--index-dir", str(index_dir)]
     assert run("check", *args)[0] != 0
@@ -224,6 +239,14 @@ def test_damage_is_detected_and_repaired_without_embedding(
     assert embeddings() == cached, "the repair embedded something"
     with Vault.open(root, index_dir=index_dir) as vault:
         assert [h.path for h in vault.search("glacier", mode="keyword")] == want
+
+
+def _dump(catalog: Path) -> list[str]:
+    db = sqlite3.connect(f"{catalog.as_uri()}?mode=ro", uri=True)
+    try:
+        return list(db.iterdump())
+    finally:
+        db.close()
 
 
 def test_a_panicking_segment_fails_the_query_not_the_process(

@@ -9,7 +9,8 @@ after a series of edits, renames and deletes is ``tests/test_link_updates.py``.
 
 from __future__ import annotations
 
-import functools
+import uuid
+from typing import TypeAlias
 
 from vaultsearch.links import LinkResolver
 from vaultsearch.store.catalog import Catalog, LinkRow
@@ -23,8 +24,9 @@ def resolve_links(catalog: Catalog, everything: bool = False) -> int:
     sources, keys = catalog.link_sources, catalog.link_keys - {""}
     if not everything and not sources and not keys:
         return 0
-    names = catalog.note_names()
-    if everything or len(sources) * 2 > len(names):
+    if catalog.link_keys or catalog.names_token() is None:
+        catalog.set_meta("names", uuid.uuid4().hex)  # a token a rolled-back run never reuses
+    if everything or len(sources) * 2 > catalog.count("notes"):
         links = catalog.links()
     else:
         catalog.fill_link_keys()
@@ -32,27 +34,24 @@ def resolve_links(catalog: Catalog, everything: bool = False) -> int:
     catalog.link_sources, catalog.link_keys = set(), set()
     catalog.graph_sources |= sources
     if links:
-        updates = _changed(names, links)
+        updates = _changed(catalog, links)
         catalog.set_link_targets(updates)
         catalog.graph_sources.update(source_id for _, source_id, _, _ in updates)
     return len(links)
 
 
 def _changed(
-    names: list[tuple[int, str, str, list[str]]], links: list[LinkRow]
+    catalog: Catalog, links: list[LinkRow]
 ) -> list[tuple[str | None, int, str, str | None]]:
-    by_source: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {}
-    of_note: dict[int, tuple[str, str]] = {}
-    for note_id, path, source, aliases in names:
-        rel = path[len(source) + 1 :] if source else path
-        by_source.setdefault(source, []).append((rel, path, tuple(aliases)))
-        of_note[note_id] = (source, rel)
+    of_note = catalog.note_names_of({link.source_id for link in links})
+    resolvers = _resolvers(catalog)
     updates = []
     for link in links:
         found: str | None = None
         if (note := of_note.get(link.source_id)) is not None:
-            source, rel = note
-            resolver, ids = _resolver(tuple(by_source[source]))
+            path, source = note
+            resolver, ids = resolvers[source]
+            rel = path[len(source) + 1 :] if source else path
             found = resolver.resolve_link(link.target, link.label, rel)
             found = ids.get(found, found) if found else None
         if found != link.target_path:
@@ -60,11 +59,26 @@ def _changed(
     return updates
 
 
-@functools.lru_cache(maxsize=2)
-def _resolver(
-    rows: tuple[tuple[str, str, tuple[str, ...]], ...],
-) -> tuple[LinkResolver, dict[str, str]]:
-    """One source's resolver, kept while its notes' names stay the same: a long-lived
-    writer (``watch``) resolves an edit's few links without indexing every name again.
-    The key is the names themselves, so a rename, an alias or a new note builds anew."""
-    return LinkResolver((r, aliases) for r, _, aliases in rows), {r: p for r, p, _ in rows}
+Resolvers: TypeAlias = dict[str, tuple[LinkResolver, dict[str, str]]]
+_KEPT: dict[tuple[str, str | None], Resolvers] = {}
+
+
+def _resolvers(catalog: Catalog) -> Resolvers:
+    """Each source's resolver (and note paths by relative path), kept while the
+    catalog's names token stays the same: a long-lived writer (``watch``) resolves an
+    edit's few links without reading every note's name, or indexing them, again. Any
+    run that adds, removes, moves or re-aliases a note sets a new token."""
+    key = (str(catalog.path), catalog.names_token())
+    if (kept := _KEPT.get(key)) is not None:
+        return kept
+    by_source: dict[str, list[tuple[str, str, list[str]]]] = {}
+    for _, path, source, aliases in catalog.note_names():
+        rel = path[len(source) + 1 :] if source else path
+        by_source.setdefault(source, []).append((rel, path, aliases))
+    built = {
+        source: (LinkResolver((r, a) for r, _, a in rows), {r: p for r, p, _ in rows})
+        for source, rows in by_source.items()
+    }
+    _KEPT.clear()
+    _KEPT[key] = built
+    return built

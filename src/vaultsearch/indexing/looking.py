@@ -112,6 +112,7 @@ class VaultFiles:
         def keep(path: str) -> bool:
             return inside(path) and self.sources.split(path)[0] not in scan.unavailable
 
-        known = {p: v for p, v in catalog.file_states().items() if keep(p)}
+        held = catalog.file_states_under(paths, prefixes)
+        known = {p: v for p, v in held.items() if keep(p)}
         failures = {p: v for p, v in catalog.failures().items() if keep(p)}
         return scan.files, known, failures, scan

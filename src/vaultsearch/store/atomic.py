@@ -52,9 +52,13 @@ def fsync_dir(folder: Path) -> None:
 
 
 def fsync_tree(folder: Path) -> None:
-    """Every file and folder under ``folder`` on disk, before a pointer names it."""
+    """Every file and folder under ``folder`` on disk, before a pointer names it. A file
+    with another link is one an older generation shares, synced before that one was
+    published: an edit syncs what it wrote, not every segment of the index."""
     for path in sorted(folder.rglob("*"), reverse=True):
         if path.is_file():
+            if path.stat().st_nlink > 1:
+                continue
             try:
                 fd = os.open(path, os.O_RDONLY)
             except OSError:

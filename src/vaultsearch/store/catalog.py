@@ -30,6 +30,7 @@ from vaultsearch.embedding.locate import text_hash
 from vaultsearch.links import link_key, note_keys
 from vaultsearch.models import Chunk, Link, ParsedNote
 from vaultsearch.parsers.sentences import MAX_UNITS, unit_texts
+from vaultsearch.store import rowsums
 
 SENTENCE_BITS = (MAX_UNITS - 1).bit_length()
 
@@ -128,17 +129,21 @@ _ADDED_COLUMNS = {
         ("source", "TEXT NOT NULL DEFAULT ''"),
         ("kind", "TEXT NOT NULL DEFAULT 'note'"),
         ("language", "TEXT NOT NULL DEFAULT ''"),
+        (rowsums.COLUMN, "INTEGER"),
     ),
     "chunks": (
         ("qualified_name", "TEXT NOT NULL DEFAULT ''"),
         ("node_type", "TEXT NOT NULL DEFAULT ''"),
         ("page", "INTEGER NOT NULL DEFAULT 0"),
+        (rowsums.COLUMN, "INTEGER"),
     ),
-    "links": (("target_key", "TEXT"), ("label_key", "TEXT")),
+    "links": (("target_key", "TEXT"), ("label_key", "TEXT"), (rowsums.COLUMN, "INTEGER")),
+    "failures": ((rowsums.COLUMN, "INTEGER"),),
 }
 """Columns added after the first release: an older catalog gets them in place, with
 defaults that are true of everything it holds (Markdown notes of the vault), so an
-existing index keeps working without a rebuild or a single model call. A link's keys
+existing index keeps working without a rebuild or a single model call (``row_sum``, a
+row's checksum, ``store/rowsums.py``, is filled in by the first writer). A link's keys
 (``links.py``) start NULL, which means "resolve it every time", until the
 next run fills them in (``fill_link_keys``)."""
 
@@ -285,6 +290,8 @@ class Catalog:
         self.link_sources: set[int] = set()
         """Notes whose links must be resolved again (their links or their path changed)."""
         self.link_keys: set[str] = set()
+        self.unsealed: dict[str, set[Any]] = {table: set() for table in rowsums.KEYS}
+        """The rows this connection wrote, by table and ``rowsums.KEYS``: summed at commit."""
         self.graph_sources: set[int] = set()
         """Notes whose node or outgoing edges in the graph may have changed."""
         """Name keys of notes that appeared, went, moved or changed aliases: the links
@@ -295,6 +302,7 @@ class Catalog:
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(path, check_same_thread=False)
+            rowsums.install(self.db)
             self.db.execute(f"PRAGMA page_size={PAGE_SIZE}")  # a new file only
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.executescript(_SCHEMA)
@@ -340,6 +348,7 @@ class Catalog:
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield self.db
+            rowsums.seal(self.db, self.unsealed)
         except BaseException:
             self.db.rollback()
             raise
@@ -357,10 +366,13 @@ class Catalog:
         with self.transaction():
             self.set_meta("published", generation)
         if self.in_run:
+            rowsums.seal(self.db, self.unsealed)
             self.db.commit()
             self.in_run = False
 
     def abandon(self) -> None:
+        for rows in self.unsealed.values():
+            rows.clear()
         if self.in_run:
             self.db.rollback()
             self.in_run = False
@@ -403,6 +415,31 @@ class Catalog:
         rows = self.db.execute("SELECT path, id, content_hash, size, mtime_ns FROM notes")
         return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
 
+    def file_states_under(
+        self, paths: Iterable[str], prefixes: Iterable[str]
+    ) -> dict[str, tuple[int, str, int, int]]:
+        """``file_states`` of these paths and of the paths under these prefixes, found
+        through the path index: an edit the watcher names reads its own rows, not a row
+        per note of the vault."""
+        cols = "SELECT path, id, content_hash, size, mtime_ns FROM notes"
+        rows = list(self._select_in(f"{cols} WHERE path IN ({{marks}})", sorted(set(paths))))
+        for prefix in set(prefixes):
+            if prefix:
+                upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+                sql = f"{cols} WHERE path >= ? AND path < ?"
+                rows += self.db.execute(sql, (prefix, upper)).fetchall()
+        return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
+
+    def names_token(self) -> str | None:
+        """Changes whenever the set of note names does (``indexing/linking.py``): what a
+        link resolver built from them may be kept by."""
+        return self.get_meta("names")
+
+    def note_names_of(self, ids: Iterable[int]) -> dict[int, tuple[str, str]]:
+        """id -> (path, source) of these notes."""
+        sql = f"SELECT id, path, {self.column('source')} FROM notes WHERE id IN ({{marks}})"
+        return {r[0]: (r[1], r[2]) for r in self._select_in(sql, sorted(set(ids)))}
+
     def note_sources(self) -> dict[str, str]:
         """path -> source name ('' for the vault's own notes)."""
         rows = self.db.execute(f"SELECT path, {self.column('source')} FROM notes")
@@ -442,10 +479,11 @@ class Catalog:
         if row:
             self.db.execute(
                 "UPDATE notes SET content_hash=?, mtime_ns=?, size=?, title=?, aliases=?, tags=?,"
-                " frontmatter=?, date=?, headings=?, warnings=?, source=?, kind=?, language=?"
-                " WHERE id=?",
+                " frontmatter=?, date=?, headings=?, warnings=?, source=?, kind=?, language=?,"
+                " row_sum=NULL WHERE id=?",
                 (*values, row[0]),
             )
+            self.unsealed["notes"].add(int(row[0]))
             return int(row[0]), True
         cur = self.db.execute(
             "INSERT INTO notes(path, content_hash, mtime_ns, size, title, aliases, tags,"
@@ -453,6 +491,7 @@ class Catalog:
             " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (note.path, *values),
         )
+        self.unsealed["notes"].add(int(cur.lastrowid or 0))
         return int(cur.lastrowid or 0), False
 
     def _note_moves(self, note_id: int, new_path: str | None = None) -> None:
@@ -470,18 +509,21 @@ class Catalog:
 
     def move_note(self, note_id: int, new_path: str, mtime_ns: int, title: str | None) -> None:
         self._note_moves(note_id, new_path)
+        self.unsealed["notes"].add(note_id)
         if title is None:
             self.db.execute(
-                "UPDATE notes SET path=?, mtime_ns=? WHERE id=?", (new_path, mtime_ns, note_id)
+                "UPDATE notes SET path=?, mtime_ns=?, row_sum=NULL WHERE id=?",
+                (new_path, mtime_ns, note_id),
             )
         else:
             self.db.execute(
-                "UPDATE notes SET path=?, mtime_ns=?, title=? WHERE id=?",
+                "UPDATE notes SET path=?, mtime_ns=?, title=?, row_sum=NULL WHERE id=?",
                 (new_path, mtime_ns, title, note_id),
             )
 
     def touch_note(self, note_id: int, mtime_ns: int) -> None:
-        self.db.execute("UPDATE notes SET mtime_ns=? WHERE id=?", (mtime_ns, note_id))
+        self.db.execute("UPDATE notes SET mtime_ns=?, row_sum=NULL WHERE id=?", (mtime_ns, note_id))
+        self.unsealed["notes"].add(note_id)
 
     def delete_note(self, note_id: int) -> list[int]:
         """Remove a note with its chunks and links; returns the chunk ids that went."""
@@ -514,6 +556,7 @@ class Catalog:
                 ),
             )  # fmt: skip
             added.append(int(cur.lastrowid or 0))
+        self.unsealed["chunks"].update(added)
         return removed, added
 
     def _select_in(self, sql: str, values: Sequence[Any], *before: Any) -> Iterator[tuple]:
@@ -549,6 +592,7 @@ class Catalog:
     def replace_links(self, note_id: int, links: Sequence[Link]) -> None:
         self.db.execute("DELETE FROM links WHERE source_id=?", (note_id,))
         self.link_sources.add(note_id)
+        self.unsealed["links"].add(note_id)
         self.db.executemany(
             "INSERT INTO links(source_id, target, target_path, embed, heading, block, label,"
             " kind, line, target_key, label_key) VALUES (?,?,NULL,?,?,?,?,?,?,?,?)",
@@ -572,11 +616,12 @@ class Catalog:
     def fill_link_keys(self) -> None:
         """Keys for the links of a catalog from before they were kept (once)."""
         rows = self.db.execute(
-            "SELECT rowid, target, label FROM links WHERE target_key IS NULL"
+            "SELECT rowid, source_id, target, label FROM links WHERE target_key IS NULL"
         ).fetchall()
+        self.unsealed["links"].update(r[1] for r in rows)
         self.db.executemany(
-            "UPDATE links SET target_key=?, label_key=? WHERE rowid=?",
-            [(link_key(t), None if b is None else link_key(b), r) for r, t, b in rows],
+            "UPDATE links SET target_key=?, label_key=?, row_sum=NULL WHERE rowid=?",
+            [(link_key(t), None if b is None else link_key(b), r) for r, _, t, b in rows],
         )
 
     def links_to_resolve(self, sources: Iterable[int], keys: Iterable[str]) -> list[LinkRow]:
@@ -621,20 +666,38 @@ class Catalog:
         sql = "SELECT path FROM notes WHERE path IN ({marks})"
         return {r[0] for r in self._select_in(sql, sorted(set(paths)))}
 
-    def graph_counts(self) -> tuple[int, int]:
+    def graph_counts(self, note_ids: Iterable[int] | None = None) -> tuple[int, int]:
         """(edges, broken links) of the graph ``store/graph.py`` builds from these rows:
         distinct note-to-note links other than to itself, and written links to no note
-        (``store/counts.py``'s definition, every surface's)."""
+        (``store/counts.py``'s definition, every surface's). ``note_ids``: of the links
+        of these notes only (each note's count is its own, so counts add up)."""
+        if note_ids is None:
+            return self._graph_counts("")
+        edges = unresolved = 0
+        ids = sorted(set(note_ids))
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            e, u = self._graph_counts(f" AND l.source_id IN ({','.join('?' * len(part))})", part)
+            edges, unresolved = edges + e, unresolved + u
+        return edges, unresolved
+
+    def _graph_counts(self, where: str, values: Sequence[int] = ()) -> tuple[int, int]:
         edges = self.db.execute(
             "SELECT COUNT(*) FROM (SELECT DISTINCT l.source_id, l.target_path FROM links l"
             " JOIN notes s ON s.id=l.source_id JOIN notes t ON t.path=l.target_path"
-            " WHERE l.target_path != s.path)"
+            f" WHERE l.target_path != s.path{where})",
+            values,
         ).fetchone()[0]
         unresolved = self.db.execute(
             "SELECT COUNT(*) FROM links l JOIN notes s ON s.id=l.source_id"
-            " LEFT JOIN notes t ON t.path=l.target_path WHERE t.id IS NULL"
+            f" LEFT JOIN notes t ON t.path=l.target_path WHERE t.id IS NULL{where}",
+            values,
         ).fetchone()[0]
         return int(edges), int(unresolved)
+
+    def note_ids_of(self, paths: Iterable[str]) -> set[int]:
+        sql = "SELECT id FROM notes WHERE path IN ({marks})"
+        return {r[0] for r in self._select_in(sql, sorted(set(paths)))}
 
     def note_names(self) -> list[tuple[int, str, str, list[str]]]:
         """(id, path, source, aliases) of every note: what a link resolver is built from."""
@@ -650,9 +713,12 @@ class Catalog:
 
     def set_link_targets(self, resolved: Iterable[tuple[str | None, int, str, str | None]]) -> None:
         """Store (target_path, source_id, target, label) resolutions made over the whole vault."""
+        resolved = list(resolved)
+        self.unsealed["links"].update(source_id for _, source_id, _, _ in resolved)
         self.db.executemany(
-            "UPDATE links SET target_path=? WHERE source_id=? AND target=? AND label IS ?",
-            list(resolved),
+            "UPDATE links SET target_path=?, row_sum=NULL"
+            " WHERE source_id=? AND target=? AND label IS ?",
+            resolved,
         )
 
     # --- embeddings -------------------------------------------------------------
@@ -678,7 +744,8 @@ class Catalog:
     def content_problems(self) -> list[str]:
         """Every row read as the index reads it: ``quick_check`` checks pages, not the
         bytes inside a row, and a flipped byte there made every later run crash on a
-        text that is no longer UTF-8 or a JSON column that no longer parses."""
+        text that is no longer UTF-8 or a JSON column that no longer parses; one that
+        still parses is found by the row's checksum (``store/rowsums.py``)."""
         try:
             for note in self.db.execute(f"SELECT {self.note_cols} FROM notes"):
                 _note_row(note)
@@ -692,6 +759,8 @@ class Catalog:
             )
             if any(n != 1 for _, n in sizes):
                 return ["catalog: stored embeddings of one model differ in length"]
+            if rowsums.COLUMN not in self.missing:
+                return rowsums.problems(self.db)
         except (sqlite3.Error, ValueError, TypeError) as exc:  # UnicodeDecodeError included
             return [f"catalog: unreadable row ({type(exc).__name__}: {str(exc)[:120]})"]
         return []
@@ -768,6 +837,7 @@ class Catalog:
             "INSERT OR REPLACE INTO failures(path, reason, mtime_ns, size) VALUES (?,?,?,?)",
             (path, reason, mtime_ns, size),
         )
+        self.unsealed["failures"].add(path)
 
     def clear_failure(self, path: str) -> None:
         self.db.execute("DELETE FROM failures WHERE path=?", (path,))

@@ -47,13 +47,17 @@ class IndexCounts:
 
 def index_counts(catalog: Catalog, state: dict[str, Any] | None) -> IndexCounts:
     """``catalog`` as a reader sees it and the ``state`` of the generation it belongs to."""
-    sentences = (state or {}).get("sentences", 0)
+    state = state or {}
+    sentences = state.get("sentences", 0)
+    broken = state.get("unresolved_links")
+    if not isinstance(broken, int) or state.get("generation") != catalog.generation:
+        broken = catalog.graph_counts()[1]  # a join over every link: the writer's count
     return IndexCounts(
         notes=catalog.count("notes"),
         chunks=catalog.count("chunks"),
         sentences=sentences if isinstance(sentences, int) else 0,
         links=catalog.count("links"),
-        broken_links=catalog.graph_counts()[1],
+        broken_links=broken,
     )
 
 

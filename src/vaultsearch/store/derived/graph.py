@@ -20,7 +20,7 @@ from typing import Any
 import networkx as nx
 
 from vaultsearch.store.atomic import link_or_copy
-from vaultsearch.store.catalog import Catalog
+from vaultsearch.store.catalog import Catalog, open_catalog_for_reading
 from vaultsearch.store.derived.base import Batch, DerivedSettings, Role
 from vaultsearch.store.graph import (
     Record,
@@ -37,7 +37,7 @@ from vaultsearch.store.graph import (
     write_delta,
 )
 from vaultsearch.store.layout import Generation
-from vaultsearch.store.manifest import file_crc32
+from vaultsearch.store.manifest import file_crc32, read_state
 
 COMPACT_MIN = 512
 """A delta of more records than this, and than a tenth of the base's notes, is folded
@@ -57,6 +57,10 @@ class GraphPart:
 
     def __init__(self, generation: Generation, settings: DerivedSettings) -> None:
         self.path = self.location(generation)
+        self.root = generation.root
+        self.counted: tuple[int, int, int] | None = None
+        """(catalog generation, edges, broken links) the state this generation was made
+        from recorded: what an update's counts start from."""
         self.fresh = True
         self.base: dict[str, Any] = {}
         self.delta: dict[str, Record] = {}
@@ -65,8 +69,13 @@ class GraphPart:
     def open(self, fresh: bool) -> None:
         self.touched, self.base, self.delta = set(), {}, {}
         self.fresh = fresh or not self.path.is_file()
+        self.counted = None
         if self.fresh:
             return
+        state = read_state(self.root) or {}
+        number, edges, broken = (state.get(k) for k in ("generation", "links", "unresolved_links"))
+        if isinstance(number, int) and isinstance(edges, int) and isinstance(broken, int):
+            self.counted = (number, edges, broken)
         try:
             self.base, self.delta = read_delta(self.path)
         except Exception as exc:
@@ -88,6 +97,7 @@ class GraphPart:
 
     def commit(self, catalog: Catalog) -> dict[str, Any]:
         sources, catalog.graph_sources = catalog.graph_sources, set()
+        counts = None
         if not self.fresh:
             present = catalog.paths_present(self.touched)
             sources |= {n.id for p in present if (n := catalog.note_by_path(p)) is not None}
@@ -97,6 +107,7 @@ class GraphPart:
             exists = catalog.paths_present(named) | {n.path for n in notes}
             self.delta.update({p: None for p in self.touched - present})
             self.delta.update(node_records(notes, links, exists.__contains__))
+            counts = self._counts_after(catalog, sources)
         self.touched = set()
         if self.fresh or len(self.delta) > max(COMPACT_MIN, int(self.base.get("nodes", 0)) // 10):
             graph = build_graph(catalog.notes(), catalog.links())
@@ -104,13 +115,35 @@ class GraphPart:
             self.base = {"nodes": graph.number_of_nodes(), "crc32": file_crc32(self.path)}
             self.delta, self.fresh = {}, False
         write_delta(self.path, self.base, self.delta)
-        edges, broken = catalog.graph_counts()
+        edges, broken = counts or catalog.graph_counts()
         return {
             "graph_crc32": self.base.get("crc32"),
             "graph_delta_crc32": file_crc32(delta_path(self.path)),
             "links": edges,
             "unresolved_links": broken,
         }
+
+    def _counts_after(self, catalog: Catalog, sources: set[int]) -> tuple[int, int] | None:
+        """The counts the generation started from, less what the changed notes' links
+        counted in the catalog as published, plus what they count now: counting every
+        link was most of an edit's time past 100k chunks. A link counts for its own note
+        only, and every note whose links, path or targets changed is in ``sources`` or
+        ``touched`` (``indexing/linking.py`` re-resolves the links a change can move)."""
+        if self.counted is None:
+            return None
+        published = open_catalog_for_reading(catalog.path)
+        try:
+            if published.generation != self.counted[0]:
+                return None
+            ids = sources | published.note_ids_of(self.touched)
+            before = published.graph_counts(ids)
+        finally:
+            published.close()
+        after = catalog.graph_counts(ids)
+        return (
+            self.counted[1] - before[0] + after[0],
+            self.counted[2] - before[1] + after[1],
+        )
 
     def check(self, catalog: Catalog, recorded: dict[str, Any]) -> list[str]:
         if (reason := self.damage(recorded)) is not None:
@@ -122,6 +155,9 @@ class GraphPart:
         built = graph_data(build_graph(catalog.notes(), catalog.links()))
         if json.loads(json.dumps(stored)) != json.loads(json.dumps(built, ensure_ascii=False)):
             return ["graph: differs from the notes and links in the catalog"]
+        counted = (recorded.get("links"), recorded.get("unresolved_links"))
+        if counted != (None, None) and counted != catalog.graph_counts():
+            return ["graph: the state file's link counts differ from the catalog's"]
         return []
 
     def damage(self, state: dict[str, Any]) -> str | None:

@@ -270,7 +270,7 @@ class KeywordPart:
             return
         if (
             self.folder.is_dir()
-            and segment_problems(self.folder)
+            and segment_problems(self.folder, once=True)
             and (self.folder / "meta.json").is_file()
         ):
             raise IndexCorruptError(

@@ -49,10 +49,20 @@ class SentencePart(VectorPart):
         return row_ids >> SENTENCE_BITS
 
     def _remove(self, chunk_ids: Sequence[int]) -> None:
+        """A chunk's sentences are one id range: found by binary search in each
+        segment's ids, not by reading every sentence id of the index."""
         if len(chunk_ids) == 0:
             return
-        rows = self._ids()
-        self._remove_rows(rows[np.isin(self._chunk_of(rows), np.asarray(chunk_ids))])
+        chunks = np.unique(np.asarray(chunk_ids, dtype=np.int64))
+        lo, hi = chunks << SENTENCE_BITS, (chunks + 1) << SENTENCE_BITS
+        found = []
+        held = [(np.asarray(s.ids), s.order) for s in self.segments]
+        for ids, order in [*held, *((i, np.argsort(i)) for i, _ in self.pending)]:
+            ordered = ids if order is None else ids[order]
+            starts, ends = np.searchsorted(ordered, lo), np.searchsorted(ordered, hi)
+            found += [ordered[a:b] for a, b in zip(starts, ends, strict=True) if b > a]
+        if found:
+            self._remove_rows(np.concatenate(found))
 
     def _wanted(self, catalog: Catalog) -> set[int]:
         """Every chunk, unless ``embedding.sentences`` is off: then none."""
