@@ -89,8 +89,11 @@ class QueryOrchestrator:
             return snap
 
     def held(self) -> Snapshot | None:
-        """The snapshot already open, if any (nothing is opened)."""
-        return self._snapshot
+        """The snapshot already open, if any and still the published one (nothing is
+        opened): ``status`` then counts what a search reads, and after a run (a first
+        build's steps too) what that run published."""
+        snap = self._snapshot
+        return None if snap is None or self._reopen or snap.is_stale() else snap
 
     def refresh(self) -> None:
         """Open the generation again at the next query (new settings, or a run of this
