@@ -19,7 +19,9 @@ from tests.conftest import embeddings, write_files
 from tests.corpus import WORDS
 from tests.test_rest import serve
 from vaultsearch import Vault
+from vaultsearch.app.live import LiveIndex
 from vaultsearch.indexing import manager as manager_module
+from vaultsearch.indexing.runner import RunSnapshot
 from vaultsearch.server.http.rest import ControlContext, rest_app
 from vaultsearch.store.derived.sentences import read_pending
 from vaultsearch.store.layout import IndexLayout
@@ -145,3 +147,35 @@ def test_a_build_killed_in_stage_two_resumes_it_embedding_only_what_is_missing(
         assert vault.status()["notes_awaiting_sentences"] == 0
         report = vault.manager().verify()
         assert report.ok, report.problems
+
+
+def test_a_live_index_adds_the_sentences_after_its_update_in_steps(
+    tmp_path: Path, embedder: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    n = 40
+    root = write_files(tmp_path / "vault", _notes(n))
+    monkeypatch.setattr(manager_module, "FILL_NOTES", 16)
+    with Vault.open(root) as vault:
+        runs: list[tuple[str, str | None, int]] = []
+
+        def seen(event: str, snap: RunSnapshot) -> None:
+            if event in ("done", "cancelled", "failed"):
+                runs.append((event, snap.kind, vault.manager().sentences_pending()))
+
+        unsubscribe = vault.runner().subscribe(seen)
+        live = LiveIndex(vault)
+        live.start()
+        try:
+            assert live.wait_idle(900)  # a hang guard only
+        finally:
+            live.stop()
+            unsubscribe()
+        assert runs[0][:2] == ("done", "update") and runs[0][2] == n
+        steps = runs[1:]
+        assert [kind for _, kind, _ in steps] == ["sentences"] * len(steps) and len(steps) >= 2
+        assert [left for _, _, left in steps] == sorted(
+            {left for _, _, left in steps}, reverse=True
+        )
+        assert steps[-1][2] == 0
+        assert vault.status()["notes_awaiting_sentences"] == 0
+        assert vault.manager().verify().ok

@@ -159,6 +159,7 @@ class LiveIndex:
                 self._index_once(full, scope)
             elif self._filling:
                 self._fill_once()
+            if self._filling:  # the next step, after any update asked for meanwhile
                 continue
             wait = None if self._retry_at is None else max(0.0, self._retry_at - time.monotonic())
             self._wake.wait(wait)  # a failed run is pending again: the timeout retries it
@@ -195,7 +196,7 @@ class LiveIndex:
             self._retry_at = time.monotonic() + RETRY_SECONDS
         finally:
             self.state.runs += 1
-            left = self._sentences_left()
+            left = self._sentences_left() if self._retry_at is None else 0
             with self._lock:
                 self._filling = left > 0
                 self.state.indexing = False
