@@ -63,6 +63,9 @@ def test_stage_one_is_searchable_and_status_counts_the_stages(
         status = vault.status()
         assert status["notes"] == n and status["notes_awaiting_sentences"] == n
         assert manager.verify().ok, manager.verify().problems
+        check = vault.check()
+        assert check.status == "update"
+        assert check.reasons == [f"{n} chunks wait for their sentence vectors (a build's stage 2)"]
 
         hits = vault.search("how many does the keeper count every morning, record 17")
         assert hits and hits[0].path == "topic5/note 0017.md"
@@ -97,6 +100,7 @@ def test_stage_one_is_searchable_and_status_counts_the_stages(
         assert rest.chunks_embedded == 0
         assert vault.status()["notes_awaiting_sentences"] == 0
         assert manager.fill_sentences().sentences_embedded == 0
+        assert vault.check().status == "current"
         assert manager.verify().ok, manager.verify().problems
         assert _state(vault.index_dir)["sentences"] == vault.status()["sentences"] > n
 

@@ -202,6 +202,8 @@ class IndexManager:
         reasons += [f"source {name} has not been cloned yet" for name in sorted(scan.never_read)]
         if behind:
             reasons.append("derived indexes are behind the catalog (an interrupted run)")
+        if waiting := len(read_pending(current)):
+            reasons.append(f"{waiting} chunks wait for their sentence vectors (a build's stage 2)")
         n = len(plan.changed) + len(plan.moved) + len(plan.deleted) + len(plan.failed)
         return IndexCheck("update" if reasons else "current", reasons, [], n)
 
