@@ -349,8 +349,8 @@ class IndexManager:
         try:
             while not self.cancel_requested.is_set() and (not steps or step < steps):
                 live = self.layout.current()
-                if live is None or not read_pending(live):
-                    return
+                if live is None or not read_pending(live) or read_manifest(live.root) != manifest:
+                    return  # settings changed since stage 1: the next update rebuilds first
                 step += 1
                 generation = clone_generation(self.layout, live)
                 writer = GenerationWriter(

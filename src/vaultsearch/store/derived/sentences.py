@@ -114,6 +114,8 @@ class SentencePart(VectorPart):
         return problems
 
     def commit(self, catalog: Catalog) -> dict[str, Any]:
+        if not self.settings.sentences:
+            self.awaiting = set()
         counts = super().commit(catalog)
         if self.awaiting:
             atomic_write_json(self.pending_path, sorted(self.awaiting))
