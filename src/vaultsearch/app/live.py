@@ -56,7 +56,11 @@ after each index run, on the indexing thread."""
 class LiveIndex:
     """Runs index updates on a background thread: at start, on request, and (with a
     watcher attached) after file changes. Requests made while a run is going are
-    coalesced into one more run; requests naming paths only look at those paths."""
+    coalesced into one more run; requests naming paths only look at those paths.
+
+    A first build's second stage (sentence vectors, ``IndexManager.fill_sentences``)
+    runs here in steps of one published generation, each after any update asked for, so
+    an edit is indexed within a step while the notes already in are searched."""
 
     def __init__(
         self, vault: Vault, takeover_interval: float = 2.0, on_change: Listener | None = None
@@ -72,6 +76,8 @@ class LiveIndex:
         self._scope: set[str] | None = None
         """Paths the next run must look at; None for the whole vault."""
         self._retry_at: float | None = None
+        self._filling = False
+        """Sentence vectors are pending and the last step added some: another step is due."""
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
@@ -119,7 +125,7 @@ class LiveIndex:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self._lock:
-                if not self._pending and not self.state.indexing:
+                if not self._pending and not self.state.indexing and not self._filling:
                     return True
             time.sleep(0.02)
         return False
@@ -127,6 +133,7 @@ class LiveIndex:
     def _run(self) -> None:
         manager = self.vault.manager()
         manager.keep_parse_child = True
+        manager.defer_sentences = True
         while not self._stop.is_set():
             if not manager.lock.held:
                 try:
@@ -150,6 +157,10 @@ class LiveIndex:
                 self.state.indexing = run
             if run:
                 self._index_once(full, scope)
+            elif self._filling:
+                self._fill_once()
+            if self._filling:  # the next step, after any update asked for meanwhile
+                continue
             wait = None if self._retry_at is None else max(0.0, self._retry_at - time.monotonic())
             self._wake.wait(wait)  # a failed run is pending again: the timeout retries it
             self._wake.clear()
@@ -185,9 +196,36 @@ class LiveIndex:
             self._retry_at = time.monotonic() + RETRY_SECONDS
         finally:
             self.state.runs += 1
+            left = self._sentences_left() if self._retry_at is None else 0
             with self._lock:
+                self._filling = left > 0
                 self.state.indexing = False
         self._notify("run")
+
+    def _fill_once(self) -> None:
+        """One step of the second stage; it stops being due when a step adds nothing
+        (the next update looks again)."""
+        before = self._sentences_left()
+        with self._lock:
+            self.state.indexing = True
+        try:
+            self.vault.runner().run("sentences", reason="sentence vectors of a new build")
+        except Exception as exc:  # as an update's failure: visible, not fatal
+            if not isinstance(exc, VaultsearchError):
+                log.exception("adding sentence vectors failed")
+            self.state.last_error = str(exc) or type(exc).__name__
+        finally:
+            left = self._sentences_left()
+            with self._lock:
+                self._filling = 0 < left < before
+                self.state.indexing = False
+        self._notify("run")
+
+    def _sentences_left(self) -> int:
+        try:
+            return self.vault.manager().sentences_pending()
+        except Exception:  # an unreadable index: the next update says why
+            return 0
 
     def _notify(self, kind: str) -> None:
         if self.on_change is None:

@@ -139,9 +139,9 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     table = Table(show_header=False, box=None, pad_edge=False)
     for key in (
-        "vault", "index_dir", "notes", "chunks", "vectors", "sentences", "keyword_docs", "links",
-        "resolved_links", "broken_links", "model", "dimension", "spec_version", "last_indexed",
-        "config",
+        "vault", "index_dir", "notes", "chunks", "vectors", "sentences",
+        "notes_awaiting_sentences", "keyword_docs", "links", "resolved_links", "broken_links",
+        "model", "dimension", "spec_version", "last_indexed", "config",
     ):  # fmt: skip
         table.add_row(key.replace("_", " "), str(status[key]))
     table.add_row("size on disk", _human_size(status["size_on_disk"]))

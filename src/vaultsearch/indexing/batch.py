@@ -86,18 +86,19 @@ class BatchEmbedder:
         progress: Progress,
         settings: EmbeddingConfig,
         sources: Sequence[Catalog | SalvagedEmbeddings] = (),
+        sentences: bool = True,
     ) -> float:
         """Embed only texts no store holds (this catalog, the catalogs a rebuild may
         reuse, the per-user cache); each sub-batch is committed at once, so an
         interrupted run never pays for the same chunk again; when the model fails (an
         endpoint gone), what it answered before is committed first. The progress bar moves
         after every model call, its files credited in proportion to the chunks embedded
-        (returned, so the commit credits the rest)."""
-        key = self.embedder.cache_key
+        (returned, so the commit credits the rest). ``sentences`` False: the chunks only
+        (a first build's first stage; ``embed_sentences`` does the rest later)."""
         wanted: dict[str, str] = {}
         path_of: dict[str, str] = {}
         chunk_hashes = {h for p in prepared for h in p.hashes}
-        sentences = settings.sentences
+        sentences = sentences and settings.sentences
         for p in prepared:
             for h, c in zip(p.hashes, p.chunks, strict=True):
                 wanted.setdefault(h, c.embed_text)
@@ -106,6 +107,36 @@ class BatchEmbedder:
                     u = text_hash(unit)
                     wanted.setdefault(u, unit)
                     path_of.setdefault(u, p.note.path)
+        return self._embed(
+            catalog, wanted, path_of, chunk_hashes, summary, files, progress, settings, sources
+        )
+
+    def embed_sentences(
+        self,
+        catalog: Catalog,
+        texts: dict[str, str],
+        summary: IndexSummary,
+        progress: Progress,
+        settings: EmbeddingConfig,
+    ) -> None:
+        """A first build's second stage: these sentence texts (by hash), those no store
+        holds sent to the model, committed as ``embed_missing`` commits."""
+        label = {h: "sentence vectors" for h in texts}
+        self._embed(catalog, texts, label, set(), summary, 0, progress, settings)
+
+    def _embed(
+        self,
+        catalog: Catalog,
+        wanted: dict[str, str],
+        path_of: dict[str, str],
+        chunk_hashes: set[str],
+        summary: IndexSummary,
+        files: int,
+        progress: Progress,
+        settings: EmbeddingConfig,
+        sources: Sequence[Catalog | SalvagedEmbeddings] = (),
+    ) -> float:
+        key = self.embedder.cache_key
         have = catalog.cached_hashes(key, wanted)
         need = [h for h in wanted if h not in have]
         found: dict[str, bytes] = {}

@@ -7,6 +7,17 @@ transaction that readers see only once the generation is published; a rebuild
 generation and a new catalog file. Either is published in one step when complete, so
 a crash or a full disk leaves the previous generation served, and no reader ever sees
 part of a run (``store/generations.py``).
+
+A first build is the exception, since there is nothing to serve before it: it runs in
+two stages. Stage 1 (parse, chunk, chunk vectors, keywords, graph) publishes its first
+``FIRST_BATCH`` files at once, then a generation at most every ``PUBLISH_SECONDS``, each
+an update of the last, so a search answers within seconds and a kill keeps what was
+published. Stage 2 (``_fill_sentences``) embeds the sentences of the chunks the sentence
+index lists as pending (``store/derived/sentences.py``), publishing as it goes; it reads
+what is left from the live generation, so a restart resumes it, and what was embedded
+before a kill comes back from the per-user cache. Any run of more than ``FIRST_BATCH``
+files embeds its chunks first the same way. ``update`` runs both stages; a long-lived
+process (``defer_sentences``) runs stage 2 in steps between its updates.
 """
 
 from __future__ import annotations
@@ -32,7 +43,13 @@ from vaultsearch.indexing.changes import ChangePlan, FileText, describe_plan, pl
 from vaultsearch.indexing.linking import resolve_links
 from vaultsearch.indexing.looking import VaultFiles
 from vaultsearch.indexing.parsebox import ParseBox
-from vaultsearch.indexing.progress import Progress, SilentProgress, show_counts, working_on
+from vaultsearch.indexing.progress import (
+    Progress,
+    SilentProgress,
+    enter_stage,
+    show_counts,
+    working_on,
+)
 from vaultsearch.indexing.runrecord import RecordedProgress
 from vaultsearch.indexing.scan import FileInfo, IgnoreRules
 from vaultsearch.indexing.sources import SourceScan, SourceSet, now_iso
@@ -42,7 +59,7 @@ from vaultsearch.store.atomic import atomic_write_json, temp_target
 from vaultsearch.store.catalog import Catalog, checkpoint, open_catalog_for_reading
 from vaultsearch.store.counts import current_counts
 from vaultsearch.store.derived import DERIVED, Batch, DerivedSettings
-from vaultsearch.store.derived.sentences import SentencePart
+from vaultsearch.store.derived.sentences import SentencePart, read_pending
 from vaultsearch.store.derived.vectors import MissingVectors, VectorPart
 from vaultsearch.store.embedcache import EmbeddingCache, default_cache_dir
 from vaultsearch.store.generations import (
@@ -75,6 +92,15 @@ from vaultsearch.store.writer import (
 
 SOURCES_STATE = "sources.json"
 BATCH_FILES = 256
+FIRST_BATCH = 32
+"""A first build publishes after this many files; a run of more embeds chunks first."""
+PUBLISH_SECONDS = 20.0
+"""Least time between two generations a first build publishes after its first."""
+FILL_NOTES = 64
+"""Notes whose sentences stage 2 embeds between two looks at the cancel flag and clock."""
+FIRST_BUILD = "first_build"
+"""Catalog meta key: "1" while a first build's stage 1 has not committed every file, so
+the run that resumes it publishes as it goes too."""
 MB = 1024 * 1024
 
 
@@ -109,6 +135,11 @@ class IndexManager:
         """The child process that parses files, kept from run to run (``close``)."""
         self._salvage: SalvagedEmbeddings | None = None
         self.batches = BatchEmbedder(self.embedder, self.cache, self.cancel_requested)
+        self.defer_sentences = False
+        """Set by a long-lived process (``LiveIndex``): ``update`` leaves stage 2 to
+        ``fill_sentences``, which that process runs in steps between its updates."""
+        self._deferring = False
+        """This run embeds chunks only (stage 1)."""
 
     def use_sources(self, config: Config) -> None:
         """Another list of named sources (added or removed), keeping this manager's
@@ -171,6 +202,8 @@ class IndexManager:
         reasons += [f"source {name} has not been cloned yet" for name in sorted(scan.never_read)]
         if behind:
             reasons.append("derived indexes are behind the catalog (an interrupted run)")
+        if waiting := len(read_pending(current)):
+            reasons.append(f"{waiting} chunks wait for their sentence vectors (a build's stage 2)")
         n = len(plan.changed) + len(plan.moved) + len(plan.deleted) + len(plan.failed)
         return IndexCheck("update" if reasons else "current", reasons, [], n)
 
@@ -258,6 +291,9 @@ class IndexManager:
             recorded = self.progress = RecordedProgress(display, self.layout.root, kind, reason)
             try:
                 summary = self._update(full, paths, source)
+                if not self.defer_sentences and not summary.cancelled:
+                    self._fill_sentences(summary)
+                    summary.seconds = time.perf_counter() - summary.started
                 self._record_sources(summary)
                 summary.counts = current_counts(self.layout)
                 if summary.counts is not None:
@@ -269,6 +305,109 @@ class IndexManager:
                 self.progress = display
             recorded.end(summary)
             return summary
+
+    def sentences_pending(self) -> int:
+        """Chunks of the live generation still waiting for their sentence vectors."""
+        current = self.layout.current()
+        return len(read_pending(current)) if current is not None else 0
+
+    def fill_sentences(
+        self, progress: Progress | None = None, reason: str | None = None, steps: int = 0
+    ) -> IndexSummary:
+        """Stage 2 alone, under the writer lock: ``steps`` published generations at most
+        (0: until none is pending), so a long-lived process can put an edit's update
+        between two of them."""
+        if progress is not None:
+            self.progress = progress
+        summary = IndexSummary()
+        with self._writing("wait for it to finish; the writer adds the sentences itself"):
+            display = self.progress
+            recorded = self.progress = RecordedProgress(
+                display, self.layout.root, "sentences", reason
+            )
+            try:
+                self._fill_sentences(summary, steps)
+                summary.seconds = time.perf_counter() - summary.started
+                summary.counts = current_counts(self.layout)
+            except BaseException as exc:
+                recorded.end(None, str(exc) or type(exc).__name__)
+                raise
+            finally:
+                self.progress = display
+            recorded.end(summary)
+            return summary
+
+    def _fill_sentences(self, summary: IndexSummary, steps: int = 0) -> None:
+        """Stage 2: the pending chunks' sentences embedded, note by note, into a clone
+        of the live generation, published as stage 1 publishes. Stops when none is
+        pending, on cancel, or when a step fills nothing (their vectors cannot be had)."""
+        if not self.config.embedding.sentences:
+            return
+        manifest = expected_manifest(self.config, self.embedder.dimension)
+        step = 0
+        started = False
+        try:
+            while not self.cancel_requested.is_set() and (not steps or step < steps):
+                live = self.layout.current()
+                if live is None or not read_pending(live) or read_manifest(live.root) != manifest:
+                    return  # settings changed since stage 1: the next update rebuilds first
+                step += 1
+                generation = clone_generation(self.layout, live)
+                writer = GenerationWriter(
+                    generation, self._settings(), False, True, cache=self.cache
+                )
+                try:
+                    part = _sentence_part(writer)
+                    by_note = writer.catalog.chunks_by_note(part.awaiting)
+                    notes = sorted(by_note)
+                    if not started:
+                        started = True
+                        enter_stage(
+                            self.progress,
+                            2,
+                            f"sentence vectors of {len(notes)} notes ({len(part.awaiting)} "
+                            "chunks); search answers meanwhile",
+                        )
+                        self.progress.start(len(notes))
+                    filled = self._fill_step(writer, part, notes, by_note, summary, step == 1)
+                    writer.commit(manifest, summary.to_dict())
+                finally:
+                    writer.close()
+                self._publish(generation)
+                if not filled or summary.cancelled:
+                    return
+        finally:
+            if started:
+                self.progress.finish()
+
+    def _fill_step(
+        self,
+        writer: GenerationWriter,
+        part: SentencePart,
+        notes: list[int],
+        by_note: dict[int, list[int]],
+        summary: IndexSummary,
+        first: bool,
+    ) -> int:
+        """One published step: ``FILL_NOTES`` notes at a time until ``PUBLISH_SECONDS``
+        have passed, or one group only for the first step, as stage 1 publishes its
+        first files at once."""
+        t0 = time.monotonic()
+        filled = 0
+        for start in range(0, len(notes), FILL_NOTES):
+            group = [c for n in notes[start : start + FILL_NOTES] for c in by_note[n]]
+            texts = writer.catalog.sentence_texts(group)
+            try:
+                self.batches.embed_sentences(
+                    writer.catalog, texts, summary, self.progress, self.config.embedding
+                )
+            except Cancelled:
+                summary.cancelled = True
+            filled += part.fill(writer.catalog, group)
+            self.progress.advance(files=len(notes[start : start + FILL_NOTES]))
+            if summary.cancelled or first or time.monotonic() - t0 >= PUBLISH_SECONDS:
+                break
+        return filled
 
     def repair(self) -> IndexSummary:
         """A new generation whose derived indexes are rebuilt from the catalog (cached
@@ -304,7 +443,7 @@ class IndexManager:
         self, full: bool, paths: Collection[str] | None = None, source: str | None = None
     ) -> IndexSummary:
         t0 = time.perf_counter()
-        summary = IndexSummary()
+        summary = IndexSummary(started=t0)
         manifest = expected_manifest(self.config, self.embedder.dimension)
         current = self.layout.current()
         old = read_manifest(current.root) if current is not None else None
@@ -322,14 +461,14 @@ class IndexManager:
                     current = self._rebuild_from_catalog(current, manifest, summary)
                 self._incremental(current, manifest, summary, paths, source)
             except MissingVectors as exc:
-                summary = IndexSummary(rebuild_reasons=[str(exc)])
+                summary = IndexSummary(rebuild_reasons=[str(exc)], started=t0)
                 self._rebuild_from_files(current, manifest, summary)
             except (sqlite3.DatabaseError, ValueError):
                 # the cheap check above reads a few pages: damage elsewhere shows when a
                 # row is read, and the whole check then decides whether it is damage
                 if not (damage := catalog_problems(current)):
                     raise
-                summary = IndexSummary(rebuild_reasons=damage)
+                summary = IndexSummary(rebuild_reasons=damage, started=t0)
                 self._rebuild_from_files(current, manifest, summary)
         summary.seconds = time.perf_counter() - t0
         return summary
@@ -350,6 +489,7 @@ class IndexManager:
         try:
             scanned, known, failures, scan = self.files.look(catalog, paths, source, sync=True)
             healthy = _looks_whole(live, catalog)
+            early = catalog.get_meta(FIRST_BUILD) == "1"
         finally:
             catalog.close()
         self._last_scan = scan
@@ -375,10 +515,10 @@ class IndexManager:
         try:
             if not healthy:  # reading every id of every index is what an edit must not cost
                 summary.repaired += writer.level()
-            self._run_plan(writer, plan, summary, manifest)
+            self._run_plan(writer, plan, summary, manifest, early=early)
         finally:
             writer.close()
-        self._publish(generation)
+        self._publish(writer.generation)
 
     def _rebuild_from_files(
         self,
@@ -401,13 +541,14 @@ class IndexManager:
         writer = GenerationWriter(
             generation, self._settings(), fresh=True, shared=False, cache=self.cache
         )
+        early = previous is None  # nothing is served yet: publish as it goes
         try:
             self._last_scan = scan
             summary.left_out = dict(scan.unavailable)
             summary.stale = dict(scan.stale)
             plan = plan_changes(scan.files, {}, {}, self.sources.read_limit)
             summary.unchanged = plan.unchanged
-            self._run_plan(writer, plan, summary, manifest, sources=sources)
+            self._run_plan(writer, plan, summary, manifest, sources=sources, early=early)
         finally:
             writer.close()
             for source in sources:
@@ -417,8 +558,8 @@ class IndexManager:
             # was embedded waits in the caches for the next run
             sweep(self.layout)
             return previous
-        self._publish(generation)
-        return generation
+        self._publish(writer.generation)
+        return writer.generation
 
     def _rebuild_from_catalog(
         self, previous: Generation, manifest: dict[str, Any], summary: IndexSummary
@@ -430,6 +571,7 @@ class IndexManager:
             generation, self._settings(), True, True, cache=self.cache, donor=previous
         )
         try:
+            _sentence_part(writer).awaiting = read_pending(previous)
             writer.level()
             writer.commit(manifest, summary.to_dict())
         finally:
@@ -510,19 +652,35 @@ class IndexManager:
         summary: IndexSummary,
         manifest: dict[str, Any],
         sources: Sequence[Catalog | SalvagedEmbeddings] = (),
+        early: bool = False,
     ) -> None:
         """Every batch into the catalog and the derived indexes; the derived indexes
-        reach the disk once, at the end (nobody reads an unpublished generation). A
-        cancel stops between two model calls and commits the batches done."""
+        reach the disk once, at the end (nobody reads an unpublished generation), or,
+        ``early`` (a first build), after the first ``FIRST_BATCH`` files and then every
+        ``PUBLISH_SECONDS``, each time going on in a clone (``GenerationWriter.follow``).
+        A cancel stops between two model calls and commits the batches done."""
         self._reparse_moved_code(plan)
         self.progress.start(len(plan.changed) + len(plan.moved))
         if self._box is None or self._box.budget != self.config.index:
             self.close()
             self._box = ParseBox(self.config.index)
+        self._deferring = self.config.embedding.sentences and len(plan.changed) > FIRST_BATCH
+        _sentence_part(writer).defer = self._deferring
+        if self._deferring:
+            enter_stage(
+                self.progress, 1, "chunk vectors, keywords and links; sentence vectors after"
+            )
         try:
-            batches = [
-                plan.changed[i : i + BATCH_FILES] for i in range(0, len(plan.changed), BATCH_FILES)
+            first = FIRST_BATCH if early else BATCH_FILES
+            changed = plan.changed
+            batches = [changed[:first]] if changed else []
+            batches += [
+                changed[i : i + BATCH_FILES] for i in range(first, len(changed), BATCH_FILES)
             ]
+            if early:
+                with writer.catalog.transaction():
+                    writer.catalog.set_meta(FIRST_BUILD, "1")
+            published = time.monotonic()
             for n, batch in enumerate(batches or [[]]):
                 if self.cancel_requested.is_set():
                     summary.cancelled = True
@@ -532,13 +690,31 @@ class IndexManager:
                 except Cancelled:
                     summary.cancelled = True
                     break
+                due = n == 0 or time.monotonic() - published >= PUBLISH_SECONDS
+                if early and due and n + 1 < len(batches):
+                    self._publish_step(writer, manifest, summary)
+                    published = time.monotonic()
             with writer.catalog.transaction():
                 resolve_links(writer.catalog)
+                if early and not summary.cancelled:
+                    writer.catalog.set_meta(FIRST_BUILD, "0")
             writer.commit(manifest, summary.to_dict())
         finally:
+            self._deferring = False
             self.progress.finish()
             if not self.keep_parse_child:
                 self.close()
+
+    def _publish_step(
+        self, writer: GenerationWriter, manifest: dict[str, Any], summary: IndexSummary
+    ) -> None:
+        """What a first build has committed so far, published; the writer goes on in a
+        clone of it."""
+        with writer.catalog.transaction():
+            resolve_links(writer.catalog)
+        writer.commit(manifest, summary.to_dict())
+        self._publish(writer.generation)
+        writer.follow(self.layout)
 
     def close(self) -> None:
         """Stop the parse child. A long-lived manager (``keep_parse_child``) keeps it
@@ -568,7 +744,14 @@ class IndexManager:
             else:
                 prepared.append(result)
         credited = self.batches.embed_missing(
-            catalog, prepared, summary, len(batch), self.progress, self.config.embedding, sources
+            catalog,
+            prepared,
+            summary,
+            len(batch),
+            self.progress,
+            self.config.embedding,
+            sources,
+            sentences=not self._deferring,
         )
 
         removed_ids: list[int] = []
@@ -651,6 +834,10 @@ class IndexManager:
         except Exception:
             return None
         return parsed.title if parsed else None
+
+
+def _sentence_part(writer: GenerationWriter) -> SentencePart:
+    return next(p for p in writer.parts if isinstance(p, SentencePart))
 
 
 def _looks_whole(generation: Generation, catalog: Catalog) -> bool:

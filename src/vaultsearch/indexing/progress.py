@@ -35,6 +35,14 @@ def working_on(progress: Progress, path: str, chunks: int = 0) -> None:
         hook(path, chunks)
 
 
+def enter_stage(progress: Progress, stage: int, what: str) -> None:
+    """Tell a display which stage of a build the run is in (1: chunks, keywords and
+    links, searchable as they are published; 2: sentence vectors); optional too."""
+    hook = getattr(progress, "stage", None)
+    if hook is not None:
+        hook(stage, what)
+
+
 def show_counts(progress: Progress, counts: IndexCounts) -> None:
     """Tell a display what the published index now holds; optional like ``working_on``."""
     hook = getattr(progress, "indexed", None)
@@ -61,11 +69,13 @@ class LogProgress:
         self.chunks = self.total = 0
         self.files = 0.0
         self.t0 = self.last = 0.0
+        self.in_stage = 0
 
     def start(self, files: int) -> None:
         self.total, self.t0 = files, time.monotonic()
-        self.last = self.t0
-        print(f"indexing {files} changed files", file=self.stream, flush=True)
+        self.last, self.files, self.chunks = self.t0, 0.0, 0
+        what = "notes to add sentence vectors to" if self.in_stage == 2 else "changed files"
+        print(f"indexing {files} {what}", file=self.stream, flush=True)
 
     def advance(self, files: float = 0, chunks: int = 0) -> None:
         self.files += files
@@ -83,6 +93,10 @@ class LogProgress:
 
     def finish(self) -> None:
         pass
+
+    def stage(self, stage: int, what: str) -> None:
+        self.in_stage = stage
+        print(f"stage {stage}: {what}", file=self.stream, flush=True)
 
     def indexed(self, counts: IndexCounts) -> None:
         print(f"index: {counts.line()}", file=self.stream, flush=True)
@@ -129,6 +143,9 @@ class RichProgress:
 
     def finish(self) -> None:
         self.bar.stop()
+
+    def stage(self, stage: int, what: str) -> None:
+        self.bar.console.print(f"stage {stage}: {what}", highlight=False)
 
     def indexed(self, counts: IndexCounts) -> None:
         self.bar.console.print(f"index: {counts.line()}", highlight=False)

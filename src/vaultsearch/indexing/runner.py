@@ -29,7 +29,8 @@ from vaultsearch.store.runstate import read_run
 
 log = logging.getLogger("vaultsearch.runner")
 
-RunKind = Literal["update", "rebuild"]
+RunKind = Literal["update", "rebuild", "sentences"]
+"""``sentences``: a step of a first build's second stage (``IndexManager.fill_sentences``)."""
 RunState = Literal["idle", "running", "cancelling", "done", "cancelled", "failed"]
 Listener = Callable[[str, "RunSnapshot"], None]
 """Called with the event (``started``, ``progress``, ``cancelling``, ``done``,
@@ -217,9 +218,12 @@ class IndexRunner:
             self._set("started", RunSnapshot(state="running", kind=kind, started_at=_now()))
             try:
                 progress = _RunProgress(self)
-                summary = self.manager.update(
-                    full=kind == "rebuild", progress=progress, paths=paths, reason=reason
-                )
+                if kind == "sentences":
+                    summary = self.manager.fill_sentences(progress, reason, steps=1)
+                else:
+                    summary = self.manager.update(
+                        full=kind == "rebuild", progress=progress, paths=paths, reason=reason
+                    )
             except Exception as exc:
                 if not reraise:
                     log.exception("index run failed")

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vaultsearch.indexing.progress import Progress, show_counts, working_on
+from vaultsearch.indexing.progress import Progress, enter_stage, show_counts, working_on
 from vaultsearch.store.runstate import write_run
 
 if TYPE_CHECKING:
@@ -78,6 +78,11 @@ class RecordedProgress:
         self.record["current_file"] = path
         self.record["chunks_total"] += chunks
         self._write()
+
+    def stage(self, stage: int, what: str) -> None:
+        enter_stage(self.inner, stage, what)
+        self.record["stage"] = stage
+        self._write(force=True)
 
     def indexed(self, counts: IndexCounts) -> None:
         show_counts(self.inner, counts)

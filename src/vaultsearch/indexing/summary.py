@@ -4,6 +4,7 @@ produces them."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,8 @@ class IndexSummary:
     cancelled: bool = False
     counts: IndexCounts | None = None
     """What the published index holds after the run (``store/counts.py``)."""
+    started: float = field(default_factory=time.perf_counter, repr=False, compare=False)
+    """``perf_counter`` when the run began: ``seconds`` counts both stages of a build."""
 
     def source_lines(self) -> list[str]:
         """One line per source this run could not read or fetch, worded by what happened

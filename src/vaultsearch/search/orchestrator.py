@@ -99,8 +99,11 @@ class QueryOrchestrator:
             return snap
 
     def held(self) -> Snapshot | None:
-        """The snapshot already open, if any (nothing is opened)."""
-        return self._snapshot
+        """The snapshot already open, if any and still the published one (nothing is
+        opened): ``status`` then counts what a search reads, and after a run (a first
+        build's steps too) what that run published."""
+        snap = self._snapshot
+        return None if snap is None or self._reopen or snap.is_stale() else snap
 
     def refresh(self) -> None:
         """Open the generation again at the next query (new settings, or a run of this
@@ -564,8 +567,23 @@ class _Scored:
         changelogs above the answer on dendron-site (nDCG@10 0.7563 against 0.7585)."""
         best = dict(self.rescored.get(index.branch, {}))
         rest = [cid for cid in found if cid not in best]
-        best.update(snap.readers[index.name].search(query, len(rest), rest))
+        best.update(_rescored(snap, index, query, rest))
         return sorted(best.items(), key=lambda x: (-x[1], x[0]))
+
+
+def _rescored(
+    snap: Snapshot, index: type[DerivedIndex], query: Query, chunk_ids: list[int]
+) -> dict[int, float]:
+    """The re-scorer's score of each chunk; a chunk it holds nothing for yet (a build
+    still adding sentence vectors) takes its ``stand_in``'s score, as a chunk with no
+    sentence has its own vector for one, so it is not ranked below the chunks already
+    done. A complete index holds every chunk: the stand-in is then never read."""
+    scores = dict(snap.readers[index.name].search(query, len(chunk_ids), chunk_ids))
+    stand_in = getattr(index, "stand_in", None)
+    lacking = [c for c in chunk_ids if c not in scores]
+    if stand_in and lacking and stand_in not in snap.damaged:
+        scores.update(snap.readers[stand_in].score(query, lacking))
+    return scores
 
 
 def _score_found(
@@ -582,9 +600,7 @@ def _score_found(
         for c in completing
         if chunks is not None and len(chunks)
     }
-    rescored = {
-        c.branch: dict(snap.readers[c.name].search(query, len(found), found)) for c in rescorers
-    }
+    rescored = {c.branch: _rescored(snap, c, query, found) for c in rescorers}
     return _Scored(cosines, rescored)
 
 

@@ -578,6 +578,14 @@ class Catalog:
         sql = f"SELECT {self.chunk_cols} FROM chunks WHERE id IN ({{marks}})"
         return [_chunk_row(r) for r in self._select_in(sql, list(ids))]
 
+    def chunks_by_note(self, chunk_ids: Iterable[int]) -> dict[int, list[int]]:
+        """These chunks grouped by their note (chunks no longer there left out)."""
+        out: dict[int, list[int]] = {}
+        sql = "SELECT note_id, id FROM chunks WHERE id IN ({marks}) ORDER BY note_id, id"
+        for note_id, chunk_id in self._select_in(sql, sorted(chunk_ids)):
+            out.setdefault(note_id, []).append(chunk_id)
+        return out
+
     def chunks_of(self, note_id: int) -> list[ChunkRow]:
         rows = self.db.execute(
             f"SELECT {self.chunk_cols} FROM chunks WHERE note_id=? ORDER BY ordinal", (note_id,)
@@ -791,6 +799,19 @@ class Catalog:
             ids.extend(sentence_id(cid, k) for k in range(len(units)))
             hashes.extend(units)
         return np.array(ids, dtype=np.int64), hashes
+
+    def sentence_texts(self, chunk_ids: Sequence[int]) -> dict[str, str]:
+        """The text of every sentence unit of these chunks by its hash: what a first
+        build's second stage embeds (a chunk with no unit has its own vector already)."""
+        sql = (
+            f"SELECT c.text, {self.column('kind')} FROM chunks c"
+            " JOIN notes n ON n.id=c.note_id WHERE c.id IN ({marks})"
+        )
+        return {
+            text_hash(u): u
+            for text, kind in self._select_in(sql, list(chunk_ids))
+            for u in unit_texts(text, kind)
+        }
 
     def vectors_for_chunks(self, model: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
         """(ids, vectors) of every chunk, from the cache: a FAISS rebuild without the model."""

@@ -29,6 +29,9 @@ class IndexCounts:
     links: int = 0
     """Every written link, resolved or not."""
     broken_links: int = 0
+    notes_awaiting_sentences: int = 0
+    """Notes a build has made searchable by chunk vectors and keywords whose sentence
+    vectors (its second stage) are not all in yet; 0 once the build is complete."""
 
     @property
     def resolved_links(self) -> int:
@@ -39,16 +42,20 @@ class IndexCounts:
 
     def line(self) -> str:
         """The one wording every text surface prints."""
-        return (
+        line = (
             f"{self.notes} notes, {self.chunks} chunks, {self.sentences} sentences, "
             f"{self.links} links ({self.resolved_links} resolved, {self.broken_links} broken)"
         )
+        if self.notes_awaiting_sentences:
+            line += f"; {self.notes_awaiting_sentences} notes awaiting sentence vectors"
+        return line
 
 
 def index_counts(catalog: Catalog, state: dict[str, Any] | None) -> IndexCounts:
     """``catalog`` as a reader sees it and the ``state`` of the generation it belongs to."""
     state = state or {}
     sentences = state.get("sentences", 0)
+    awaiting = state.get("sentences_pending_notes", 0)
     broken = state.get("unresolved_links")
     if not isinstance(broken, int) or state.get("generation") != catalog.generation:
         broken = catalog.graph_counts()[1]  # a join over every link: the writer's count
@@ -58,6 +65,7 @@ def index_counts(catalog: Catalog, state: dict[str, Any] | None) -> IndexCounts:
         sentences=sentences if isinstance(sentences, int) else 0,
         links=catalog.count("links"),
         broken_links=broken,
+        notes_awaiting_sentences=awaiting if isinstance(awaiting, int) else 0,
     )
 
 

@@ -40,6 +40,7 @@ class GenerationWriter:
         ``cache`` (the per-user embedding cache) and ``donor`` (the generation a repair
         rebuilds, on the same catalog) are where the vector indexes find rows the run did
         not embed: they hold the only copy of each vector."""
+        self.settings, self.cache = settings, cache
         self.generation = generation
         self.catalog = Catalog(generation.catalog)
         try:
@@ -100,6 +101,18 @@ class GenerationWriter:
 
     def close(self) -> None:
         self.catalog.close()
+
+    def follow(self, layout: IndexLayout) -> None:
+        """Go on writing in a clone of the generation just committed (and published by
+        the caller): a first build publishes as it goes, each step an update of the last.
+        The derived indexes' flags (``SentencePart.defer``) carry over."""
+        defer = [getattr(part, "defer", None) for part in self.parts]
+        self.close()
+        following = clone_generation(layout, self.generation)
+        GenerationWriter.__init__(self, following, self.settings, False, True, self.cache)
+        for part, flag in zip(self.parts, defer, strict=True):
+            if flag is not None:
+                setattr(part, "defer", flag)  # noqa: B010 - not part of the contract
 
 
 def attach_supply(part: DerivedIndex, cache: Any, donor: Generation | None = None) -> None:

@@ -49,6 +49,11 @@ SCHEMAS: dict[str, Any] = {
             "notes": _INT,
             "chunks": _INT,
             "sentences": _INT,
+            "notes_awaiting_sentences": {
+                **_INT,
+                "description": "Notes searchable by their chunk vectors and keywords whose "
+                "sentence vectors a first build's second stage has not added yet.",
+            },
             "links": _INT,
             "resolved_links": _INT,
             "broken_links": _INT,
@@ -94,7 +99,12 @@ SCHEMAS: dict[str, Any] = {
                     "interrupted",
                 ]
             },
-            "kind": {"enum": ["update", "rebuild"]},
+            "kind": {"enum": ["update", "rebuild", "sentences"]},
+            "stage": {
+                **_INT,
+                "description": "The stage of a build the run is in: 1 chunk vectors, keywords "
+                "and links (searchable as published), 2 sentence vectors.",
+            },
             "by": {**_STR, "description": "The program that runs or ran it (any process)."},
             "pid": _INT,
             "reason": {**_STR, "description": "Why it runs: who asked, or what changed."},

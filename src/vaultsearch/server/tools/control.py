@@ -30,8 +30,9 @@ from vaultsearch.server.tools.core import agent_errors
 
 POLL_SECONDS = 0.25
 MAX_FAILED_SHOWN = 20
-STATUS_KEYS = ("notes", "chunks", "sentences", "links", "resolved_links", "broken_links",
-               "model", "spec_version", "last_indexed", "size_on_disk")  # fmt: skip
+STATUS_KEYS = ("notes", "chunks", "sentences", "notes_awaiting_sentences", "links",
+               "resolved_links", "broken_links", "model", "spec_version", "last_indexed",
+               "size_on_disk")  # fmt: skip
 
 
 def answer(data: dict[str, Any], text: str) -> CallToolResult:
@@ -45,8 +46,9 @@ def progress_line(snap: RunSnapshot | dict[str, Any]) -> str:
     d = snap.to_dict() if isinstance(snap, RunSnapshot) else snap
     if d["state"] == "idle":
         return "no index run recorded"
+    stage = f" (stage {d['stage']})" if d.get("stage") else ""
     line = (
-        f"{d.get('kind')} {d['state']}: {d['percent']:.0f}%, "
+        f"{d.get('kind')} {d['state']}{stage}: {d['percent']:.0f}%, "
         f"{d.get('files_done', 0)}/{d.get('files_total', 0)} files, "
         f"{d.get('chunks_done', 0)}/{d.get('chunks_total', 0)} texts embedded"
     )

@@ -6,17 +6,26 @@ chunks the branches found (``allowed``; ``SentenceVectors.best``), so it is kept
 int8 codes (a quarter of float32; ``store/vectors.encode``: the scale of a row is its
 codes' norm, so it costs no bytes), and each segment keeps its rows in id order, so
 that the sentences of a chunk are one slice of it.
+
+A first build embeds them last (``IndexManager``: stage 1 publishes chunk vectors,
+keywords and the graph, stage 2 the sentences), so a generation may hold chunks that
+have no sentence rows yet: they are listed in ``sentences.pending.json`` beside the list,
+``check`` accepts exactly those, and a search scores such a chunk by its own vector
+(``stand_in``), as it does a chunk whose text has no sentence.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+import json
+import shutil
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from vaultsearch.store.atomic import atomic_write_json
 from vaultsearch.store.catalog import SENTENCE_BITS, Catalog
 from vaultsearch.store.derived.base import DerivedSettings, Query, Role
 from vaultsearch.store.derived.vectors import VectorPart
@@ -35,10 +44,86 @@ class SentencePart(VectorPart):
     dtype = "int8"
     sorted_rows = True
     approximate = False
+    stand_in = "vectors"
+    """The index whose score a chunk with no sentence rows yet takes in a search."""
+
+    def __init__(self, generation: Generation, settings: DerivedSettings) -> None:
+        super().__init__(generation, settings)
+        self.pending_path = self.pending_location(generation)
+        self.awaiting: set[int] = read_pending(generation)
+        """Chunks whose sentences are not embedded yet (a first build's second stage)."""
+        self.defer = False
+        """Leave a chunk whose sentence vectors no store holds pending instead of raising
+        ``MissingVectors``: set by a run that embeds chunks first."""
 
     @staticmethod
     def location(generation: Generation) -> Path:
         return generation.root / "sentences.json"
+
+    @staticmethod
+    def pending_location(generation: Generation) -> Path:
+        return generation.root / "sentences.pending.json"
+
+    @classmethod
+    def carry(cls, source: Generation, target: Generation) -> None:
+        super().carry(source, target)
+        if (pending := cls.pending_location(source)).is_file():
+            shutil.copyfile(pending, cls.pending_location(target))
+
+    def open(self, fresh: bool) -> None:
+        super().open(fresh)
+        if fresh:
+            self.awaiting = set()
+
+    def _rows(self, catalog: Catalog, chunk_ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        if not self.defer:
+            return super()._rows(catalog, chunk_ids)
+        ids, out, lost = self._gather(catalog, chunk_ids)
+        short = np.unique(self._chunk_of(ids[lost]))
+        self.awaiting.update(short.tolist())
+        keep = ~np.isin(self._chunk_of(ids), short)
+        return ids[keep], out[keep]
+
+    def fill(self, catalog: Catalog, chunk_ids: Iterable[int]) -> int:
+        """Rows for these pending chunks from the run's embeddings (stage 2); a chunk
+        whose sentences are still not all embedded stays pending. Returns how many left
+        the pending list."""
+        todo = [c for c in chunk_ids if c in self.awaiting]
+        before = len(self.awaiting)
+        self.awaiting.difference_update(todo)
+        defer, self.defer = self.defer, True
+        try:
+            self._add(*self._rows(catalog, todo))
+        finally:
+            self.defer = defer
+        return before - len(self.awaiting)
+
+    def level_with(self, catalog: Catalog) -> bool:
+        self.awaiting &= set(catalog.chunk_ids())
+        return super().level_with(catalog)
+
+    def check(self, catalog: Catalog, recorded: dict[str, Any]) -> list[str]:
+        problems = super().check(catalog, recorded)
+        if stray := self.awaiting - set(catalog.chunk_ids()):
+            problems.append(f"{self.name}: {len(stray)} pending chunks the catalog does not have")
+        if recorded.get("sentences_pending", 0) != len(self.awaiting):
+            problems.append(
+                f"{self.name}: {len(self.awaiting)} chunks pending, the state file says "
+                f"{recorded.get('sentences_pending', 0)}"
+            )
+        return problems
+
+    def commit(self, catalog: Catalog) -> dict[str, Any]:
+        if not self.settings.sentences:
+            self.awaiting = set()
+        counts = super().commit(catalog)
+        if self.awaiting:
+            atomic_write_json(self.pending_path, sorted(self.awaiting))
+        else:
+            self.pending_path.unlink(missing_ok=True)
+        counts["sentences_pending"] = len(self.awaiting)
+        counts["sentences_pending_notes"] = len(catalog.chunks_by_note(self.awaiting))
+        return counts
 
     def _units(self, catalog: Catalog, chunk_ids: Sequence[int]) -> tuple[np.ndarray, list[str]]:
         if not self.settings.sentences:
@@ -53,6 +138,7 @@ class SentencePart(VectorPart):
         segment's ids, not by reading every sentence id of the index."""
         if len(chunk_ids) == 0:
             return
+        self.awaiting.difference_update(np.asarray(chunk_ids, dtype=np.int64).tolist())
         chunks = np.unique(np.asarray(chunk_ids, dtype=np.int64))
         lo, hi = chunks << SENTENCE_BITS, (chunks + 1) << SENTENCE_BITS
         found = []
@@ -65,8 +151,8 @@ class SentencePart(VectorPart):
             self._remove_rows(np.concatenate(found))
 
     def _wanted(self, catalog: Catalog) -> set[int]:
-        """Every chunk, unless ``embedding.sentences`` is off: then none."""
-        return super()._wanted(catalog) if self.settings.sentences else set()
+        """Every chunk not pending, unless ``embedding.sentences`` is off: then none."""
+        return super()._wanted(catalog) - self.awaiting if self.settings.sentences else set()
 
     def reader(self, previous: Any = None) -> Any:
         if not self.path.is_file():
@@ -76,6 +162,15 @@ class SentencePart(VectorPart):
     @classmethod
     def empty(cls, settings: DerivedSettings) -> Any:
         return SentenceVectors(settings.dimension)
+
+
+def read_pending(generation: Generation) -> set[int]:
+    """The chunks of this generation still waiting for their sentence vectors."""
+    try:
+        ids = json.loads(SentencePart.pending_location(generation).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    return {int(i) for i in ids} if isinstance(ids, list) else set()
 
 
 class SentenceVectors:

@@ -146,6 +146,15 @@ class VectorPart:
         embeddings (computed, or found in the per-user cache, this run), the per-user
         cache; ``MissingVectors`` when none holds it (the writer then rebuilds from the
         files, embedding what it must)."""
+        ids, out, lost = self._gather(catalog, chunk_ids)
+        if lost.any():
+            raise MissingVectors(f"{self.name}: {int(lost.sum())} vectors are in no store")
+        return ids, out
+
+    def _gather(
+        self, catalog: Catalog, chunk_ids: Sequence[int]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``_rows`` with the rows no store holds marked (``lost``) instead of raised."""
         ids, hashes = self._units(catalog, chunk_ids)
         out = np.zeros((len(ids), self.settings.dimension), dtype=self.dtype)
         todo = np.ones(len(ids), dtype=bool)
@@ -163,16 +172,14 @@ class VectorPart:
         found = catalog.embedding_blobs(key, need) if need else {}
         if self.supply.cache is not None and (rest := [h for h in need if h not in found]):
             found.update(self.supply.cache.get(key, rest))
-        lost = 0
+        lost = np.zeros(len(ids), dtype=bool)
         for i in np.flatnonzero(todo):
             blob = found.get(hashes[i])
             if blob is None or len(blob) != 4 * self.settings.dimension:
-                lost += 1
+                lost[i] = True
                 continue
             out[i] = self._stored(np.frombuffer(blob, dtype=np.float32))[0]
-        if lost:
-            raise MissingVectors(f"{self.name}: {lost} vectors are in no store")
-        return ids, out
+        return ids, out, lost
 
     def _chunk_of(self, row_ids: np.ndarray) -> np.ndarray:
         return row_ids
