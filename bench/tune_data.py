@@ -67,6 +67,8 @@ class Trial:
             head = f"convex {s.normalisation} a_sem={a:.2g} w_sent={w:.2g} share={s.chunk_share:g}"
         tail = f" graph={s.graph_share:g}"
         tail += f" lead={s.graph_lead:g}" if s.graph_lead else ""
+        if s.hop_weight:
+            tail += f" hop={s.hop_weight:g}/{s.hop_top}/{s.hop_margin:g}"
         tail += f" cand={self.candidates}"
         if self.variant:
             tail += " " + ":".join(
@@ -233,7 +235,8 @@ class Dataset:
         ignores the graph shares)."""
         s = trial.settings
         links = bool(len(self.orchestrator.snapshot().reader("graph")))
-        graph = (s.graph_share, s.graph_lead) if links else (0.0, 0.0)
+        hop = (s.hop_weight, s.hop_top, s.hop_margin) if s.hop_weight else ()
+        graph = (s.graph_share, s.graph_lead, hop) if links else (0.0, 0.0)
         key = (
             s.method, tuple(sorted(s.weights.items())), s.rrf_k, s.normalisation,
             s.chunk_share, graph, s.graph_top, s.recency_tiers, self.depth(trial), trial.boosts,

@@ -123,6 +123,11 @@ class SearchConfig:
     graph_boost: bool = True
     graph_share: float = 0.1
     graph_top: int = 10
+    hop_weight: float = 0.0
+    """A top note's neighbour takes this x the note's score x its own closeness to the
+    query (best chunk cosine over the best retrieved one); 0 = off."""
+    hop_top: int = 3
+    hop_margin: float = 0.0
     recency: bool = True
     recency_tiers: list[list[float]] = field(default_factory=lambda: [[7, 1.2], [30, 1.1]])
     reranker: str = ""
@@ -356,10 +361,12 @@ def _validate(cfg: Config) -> None:
         "sentence_weight",
         "graph_share",
         "chunk_share",
+        "hop_weight",
+        "hop_margin",
     ):
         v = getattr(s, name)
         _require(v >= 0, f"search.{name}", v, "must be zero or positive")
-    for name in ("candidates", "max_chunks_per_note", "graph_top", "rerank_top"):
+    for name in ("candidates", "max_chunks_per_note", "graph_top", "hop_top", "rerank_top"):
         v = getattr(s, name)
         _require(v >= 1, f"search.{name}", v, "must be at least 1")
     for tier in s.recency_tiers:

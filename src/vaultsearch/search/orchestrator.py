@@ -28,6 +28,7 @@ from vaultsearch.search.boilerplate import weigh_down
 from vaultsearch.search.confidence import Evidence, confidence, coverage, idf
 from vaultsearch.search.expansion import QueryExpander
 from vaultsearch.search.filters import NoteMeta, SearchFilters
+from vaultsearch.search.hops import hop_gifts
 from vaultsearch.search.idlepages import IdleRelease
 from vaultsearch.search.query import ParsedQuery, parse_query, words
 from vaultsearch.search.ranking import Candidate, FusionSettings, complete, extend, fuse
@@ -71,6 +72,8 @@ class Retrieved:
     embedded: str = ""
     """The text the semantic branches embedded when it is not the query typed (a
     misspelt word corrected, ``typos``); empty otherwise."""
+    vector: np.ndarray | None = None
+    """The query vector (None in keyword mode): the hop gift scores links with it."""
 
 
 class QueryOrchestrator:
@@ -385,6 +388,7 @@ class QueryOrchestrator:
             corrected(parsed.text, fixes),
             completion,
             embedded if embedded != typed else "",
+            vector[0] if vector else None,
         )
 
     def rank(
@@ -402,17 +406,29 @@ class QueryOrchestrator:
         if retrieved.completion:
             extra = weigh_down(retrieved.completion, snap.boilerplate)
             branches = complete(branches, extra, snap.note_of_chunk)
-        return fuse(
-            branches,
-            snap,
-            settings or FusionSettings.from_config(self.config.search, mode),
-            time.time(),
-            neighbours=_neighbours(snap),
-            allowed=allowed_notes,
-            banned=retrieved.banned,
-            expansions=tuple(str(e) for e in retrieved.expansions),
-            name=retrieved.text,
-        )
+        settings = settings or FusionSettings.from_config(self.config.search, mode)
+        neighbours = _neighbours(snap)
+        now = time.time()
+
+        def fused(hops: dict[int, tuple[float, str]] | None = None) -> list[Candidate]:
+            return fuse(
+                branches,
+                snap,
+                settings,
+                now,
+                neighbours=neighbours,
+                allowed=allowed_notes,
+                banned=retrieved.banned,
+                expansions=tuple(str(e) for e in retrieved.expansions),
+                name=retrieved.text,
+                hops=hops,
+            )
+
+        ranked = fused()
+        if settings.hop_weight <= 0 or neighbours is None or retrieved.vector is None:
+            return ranked
+        hops = _hop_gifts(snap, retrieved, ranked, neighbours, settings)
+        return fused(hops) if hops else ranked
 
     def _rerank(
         self, snap: Snapshot, parsed: ParsedQuery, candidates: list[Candidate], notes: list[str]
@@ -602,6 +618,32 @@ def _score_found(
     }
     rescored = {c.branch: _rescored(snap, c, query, found) for c in rescorers}
     return _Scored(cosines, rescored)
+
+
+def _hop_gifts(
+    snap: Snapshot,
+    retrieved: Retrieved,
+    ranked: list[Candidate],
+    neighbours: Callable[[str], Iterable[str]],
+    settings: FusionSettings,
+) -> dict[int, tuple[float, str]]:
+    """``hops.hop_gifts`` with the chunk vectors of the index that completes the
+    semantic branch (the one whose cosines ``retrieved`` holds)."""
+    index = next((c for c in DERIVED if c.role == "branch" and c.completes), None)
+    if index is None or not len(snap.readers[index.name]):
+        return {}
+    reader = snap.readers[index.name]
+    query = Query(vector=retrieved.vector)
+    best = max((s for _, s in retrieved.branches.get(index.branch, ())), default=0.0)
+    return hop_gifts(
+        ranked,
+        snap,
+        neighbours,
+        lambda nid: [int(c) for c in snap.chunks_by_note.get(nid, ())],
+        lambda ids: reader.score(query, ids),
+        best,
+        settings,
+    )
 
 
 def _takes_vector(index: type[DerivedIndex]) -> bool:

@@ -55,6 +55,13 @@ class FusionSettings:
     graph_lead: float = 0.0
     """The share the best candidate passes to its neighbours (``graph_boost``)."""
     recency_tiers: tuple[tuple[float, float], ...] = ()
+    hop_weight: float = 0.0
+    """How much of a top note's score a neighbour takes per unit of its own closeness
+    to the query (``hops.hop_gifts``); 0 = off."""
+    hop_top: int = 3
+    hop_margin: float = 0.0
+    """The least closeness (best chunk cosine over the best retrieved cosine) that
+    earns a neighbour the hop gift."""
 
     @classmethod
     def from_config(cls, s: SearchConfig, mode: str) -> FusionSettings:
@@ -76,6 +83,9 @@ class FusionSettings:
             recency_tiers=tuple((float(d), float(m)) for d, m in s.recency_tiers)
             if s.recency
             else (),
+            hop_weight=s.hop_weight if s.graph_boost and mode != "keyword" else 0.0,
+            hop_top=s.hop_top,
+            hop_margin=s.hop_margin,
         )
 
 
@@ -125,11 +135,14 @@ def fuse(
     banned: frozenset[int] | set[int] = frozenset(),
     expansions: tuple[str, ...] = (),
     name: str = "",
+    hops: Mapping[int, tuple[float, str]] | None = None,
 ) -> list[Candidate]:
     """Ranked candidate notes; every score is the sum of its ``Explain`` parts.
 
     ``name``: the query as typed; a candidate whose title or alias it is (a user typing
-    a note's name to get to it) gets ``NAME_MATCH`` added, which puts it first."""
+    a note's name to get to it) gets ``NAME_MATCH`` added, which puts it first.
+    ``hops``: note -> (gift, from) of ``hops.hop_gifts``; a note takes the larger of it
+    and its graph-share gift, as a note linked twice takes the larger gift."""
     weights = {b: settings.weights.get(b, 1.0) for b in branches}
     total_w = sum(weights.values()) or 1.0
     parts: dict[int, list[BranchPart]] = {}
@@ -166,6 +179,11 @@ def fuse(
             if nid is None or nid in banned or (allowed is not None and nid not in allowed):
                 continue
             graph[nid] = (gift.added, str(gift.source))
+    for nid, (gift_, source_) in (hops or {}).items():
+        if nid in banned or (allowed is not None and nid not in allowed):
+            continue
+        if gift_ > graph.get(nid, (0.0, ""))[0]:
+            graph[nid] = (gift_, source_)
 
     target = _fold(name) if name else ""
     recency = recency_curve(settings.recency_tiers) if settings.recency_tiers else None
