@@ -21,7 +21,9 @@ def store_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--collection", help="the store's collection prefix (default: store.collection)")
 
 
-def add_milvus_commands(sub: Any, common: Callable[..., None], push: Callable[..., int]) -> None:
+def add_milvus_commands(
+    sub: Any, common: Callable[..., None], push: Callable[..., int], pull: Callable[..., int]
+) -> None:
     p = sub.add_parser("push", help="copy the vault's index into a Milvus store, embedding nothing")
     common(p)
     p.add_argument("--to", metavar="URI", help="the Milvus store (default: store.uri)")
@@ -29,6 +31,17 @@ def add_milvus_commands(sub: Any, common: Callable[..., None], push: Callable[..
     p.add_argument("--full", action="store_true", help="build a new generation, then switch to it")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=push)
+    p = sub.add_parser(
+        "pull", help="index the vault locally with the vectors of a Milvus store (no model call)"
+    )
+    common(p)
+    p.add_argument(
+        "--from", dest="from_uri", metavar="URI", help="the Milvus store (default: store.uri)"
+    )
+    p.add_argument("--collection", help="the collection prefix (default: store.collection)")
+    p.add_argument("--full", action="store_true", help="rebuild the local index from every file")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=pull)
 
 
 def reader_of(args: argparse.Namespace) -> MilvusReader:
