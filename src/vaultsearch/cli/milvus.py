@@ -70,23 +70,28 @@ def get_from_store(args: argparse.Namespace) -> int:
 
 
 def serve_store(args: argparse.Namespace) -> int:
-    """``mcp --store-uri``: the read tools over the store, over stdio. The target is
-    checked before stdio is claimed, so a bad URI or prefix is an error, not a server."""
+    """``mcp --store-uri``: the read tools over the store, over stdio (or streamable
+    HTTP with ``--http``). The target is checked before stdio is claimed, so a bad URI
+    or prefix is an error, not a server."""
     from vaultsearch.config import load_config
     from vaultsearch.errors import VaultsearchError
     from vaultsearch.server.mcp.handshake import STORE_INSTRUCTIONS
     from vaultsearch.server.mcp.pipe import StdioPipe
     from vaultsearch.store.milvus.target import MilvusTarget
 
-    for flag, given in (("--http", args.http), ("--allow-writes", args.allow_writes)):
-        if given:
-            raise VaultsearchError(
-                f"{flag} does not apply to a server over a Milvus store, which serves its "
-                "read tools over stdio.",
-                fix=f"drop {flag}, or serve the vault itself (vaultsearch mcp VAULT {flag})",
-            )
+    if args.allow_writes:
+        raise VaultsearchError(
+            "--allow-writes does not apply to a server over a Milvus store, which only reads it.",
+            fix="drop --allow-writes, or serve the vault itself (vaultsearch mcp VAULT "
+            "--allow-writes)",
+        )
     config = load_config(args.config, None, tuple(getattr(args, "set", None) or ()))
     target = MilvusTarget.from_config(config, args.store_uri, args.collection)
+    if args.http:
+        from vaultsearch.server.mcp.storehttp import run_store_http
+
+        hosts = tuple(args.allow_host or ())
+        return run_store_http(target, config, args.host, args.port, hosts)
     pipe = StdioPipe.claim(STORE_INSTRUCTIONS)
     from vaultsearch.server.mcp.storeserver import run_store_server
 
