@@ -94,6 +94,7 @@ def scifact(limit: int | None, docs: int | None, flags: tuple[str, ...] = ()) ->
             ndcg.append(ndcg_at_k(ranked, judged[q], 10))
             recall.append(recall_at_k(ranked, judged[q], 100))
         out[name] = {"ndcg@10": round(mean(ndcg), 4), "recall@100": round(mean(recall), 4)}
+        print(f"{time.strftime('%H:%M:%S')} {name}: {out[name]}", file=sys.stderr, flush=True)
     reader.close()
     vault.close()
     return out

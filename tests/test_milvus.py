@@ -30,6 +30,8 @@ from vaultsearch.errors import (
 )
 from vaultsearch.search.filters import Scope, SearchFilters
 from vaultsearch.search.milvus_reader import MilvusReader
+from vaultsearch.search.orchestrator import MODES
+from vaultsearch.store.embedcache import CACHE_ENV
 from vaultsearch.store.milvus.client import MilvusStoreError, connect
 from vaultsearch.store.milvus.target import MilvusTarget
 
@@ -395,3 +397,39 @@ def test_names_outside_ascii_and_with_quotes_reach_milvus_expressions(
         assert _paths(reader, "caramelised -greeting", "hybrid")[:1] == ["Café ☕/Crème brûlée.md"]
     finally:
         reader.close()
+
+
+def test_pull_indexes_a_checkout_with_the_stores_vectors_and_embeds_nothing(
+    vault_root: Path,
+    store: Path,
+    tmp_path: Path,
+    embedder: Embedder,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    queries = ("aphids on tomatoes", "when is the roadmap review", "rotate keys")
+    with Vault.open(vault_root) as vault:
+        vault.index()
+        before = {(q, m): [h.path for h in vault.search(q, mode=m)] for q in queries for m in MODES}
+    pushed = _cli("push", str(vault_root), "--to", str(store), "--collection", PREFIX, cwd=tmp_path)
+    assert pushed.returncode == 0, pushed.stderr
+    checkout = tmp_path / "checkout"  # a member's copy of the files, with no index
+    shutil.copytree(vault_root, checkout, ignore=shutil.ignore_patterns(".vaultsearch"))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "member-cache"))  # nothing embedded yet
+    done = _cli(
+        "pull", str(checkout), "--from", str(store), "--collection", PREFIX, "--json", cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["index"]["added"] == len(NOTES)
+    assert summary["index"]["chunks_embedded"] == 0 and summary["index"]["sentences_embedded"] == 0
+    assert summary["cached"] == summary["vectors"] > summary["index"]["chunks_written"] > 0
+
+    reader = _reader(store)
+    with Vault.open(checkout) as pulled:
+        for q in queries:
+            for m in MODES:
+                assert [h.path for h in pulled.search(q, mode=m)] == before[(q, m)], (q, m)
+            assert [h.path for h in pulled.search(q, mode="semantic")] == _paths(
+                reader, q, "semantic"
+            )
+    reader.close()

@@ -31,6 +31,7 @@ import grpc
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from tests.test_mcp_http import free_port, http_server
 from tests.test_milvus import NOTES, PREFIX, SRC, _cli, _write
 from vaultsearch import Vault
 from vaultsearch.config import load_config
@@ -246,11 +247,37 @@ def test_engine_errors_are_one_sentence_on_the_cli_and_over_mcp(
             assert "Traceback" not in s["stderr"], name
 
 
-def test_mcp_over_a_store_refuses_http_and_writes_with_a_sentence(tmp_path: Path) -> None:
-    for flag in ("--http", "--allow-writes"):
-        done = _cli("mcp", "--store-uri", str(tmp_path / "x.db"), flag, cwd=tmp_path)
-        assert done.returncode == 2 and "Traceback" not in done.stderr
-        assert done.stderr.startswith(f"error: {flag} does not apply to a server over a Milvus")
+def test_mcp_over_a_store_refuses_writes_with_a_sentence(tmp_path: Path) -> None:
+    done = _cli("mcp", "--store-uri", str(tmp_path / "x.db"), "--allow-writes", cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("error: --allow-writes does not apply to a server over a Milvus")
+
+
+def test_mcp_over_a_store_on_streamable_http_reads_and_refuses_writes(
+    pushed: tuple[Path, int], tmp_path: Path
+) -> None:
+    store, chunks = pushed
+    port = free_port()
+    args = ["-m", "vaultsearch.cli", "mcp", "--store-uri", str(store), "--collection", PREFIX]
+    args += ["--http", "--port", str(port)]
+    with http_server(args, port, env=ENV) as served:
+
+        async def session() -> None:
+            async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=300) as c:
+                assert {t.name for t in (await c.list_tools()).tools} == STORE_TOOLS
+                found = await c.call_tool("search", {"query": "aphids on tomatoes"})
+                assert not found.is_error, _text(found)
+                assert found.structured_content["hits"][0]["path"] == "Garden/Tomatoes.md"
+                status = await c.call_tool("index_status", {})
+                assert status.structured_content["chunks"] == chunks
+                write = await c.call_tool("write_note", {"path": "New.md", "content": "# New\n"})
+                assert write.is_error and "only reads the Milvus store" in _text(write)
+
+        anyio.run(session)
+        page = httpx.get(f"http://127.0.0.1:{port}/", timeout=30)
+        assert page.status_code == 404  # no vault behind it, so no Index Console page
+    assert served.code == 0 and b"Traceback" not in served.err
+    assert f'"url": "http://127.0.0.1:{port}/mcp"'.encode() in served.err
 
 
 def test_serve_names_the_store_and_never_its_token(tmp_path: Path, embedder: Embedder) -> None:

@@ -123,6 +123,27 @@ def cmd_push(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_pull(args: argparse.Namespace) -> int:
+    from vaultsearch.app.milvus_pull import pull
+    from vaultsearch.store.milvus.target import MilvusTarget
+
+    vault = _open(args)
+    target = MilvusTarget.from_config(vault.config, args.from_uri, args.collection)
+    summary = pull(vault, target, args.full)
+    d = summary.to_dict()
+    if args.json:
+        _print_json(d)
+        return 0
+    i = d["index"]
+    print(
+        f"pulled {d['uri']} ({d['generation']}) -> {vault.index_dir}\n"
+        f"  {d['vectors']} vectors read, {d['cached']} new to the embedding cache\n"
+        f"  indexed {i['added'] + i['updated']} notes, chunks written {i['chunks_written']}, "
+        f"embedded {i['chunks_embedded']} (and {i['sentences_embedded']} sentences)"
+    )
+    return 0
+
+
 # --- status ---------------------------------------------------------------------
 def cmd_status(args: argparse.Namespace) -> int:
     if args.store_uri:
@@ -545,7 +566,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="JSON output (default when piped)")
     store_args(p)
     p.set_defaults(handler=cmd_search)
-    add_milvus_commands(sub, _common, cmd_push)
+    add_milvus_commands(sub, _common, cmd_push, cmd_pull)
 
     from vaultsearch.cli.sources import add_sources_parser
 

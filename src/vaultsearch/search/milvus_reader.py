@@ -36,7 +36,7 @@ from vaultsearch.search.snippets import make_snippet
 from vaultsearch.store.catalog import ChunkRow
 from vaultsearch.store.milvus.client import connect, engine_errors
 from vaultsearch.store.milvus.live import live_manifest, load
-from vaultsearch.store.milvus.schema import CHUNK_OUTPUT, analysed, collection
+from vaultsearch.store.milvus.schema import CHUNK_OUTPUT, SHOWN, analysed, collection
 from vaultsearch.store.milvus.target import MilvusTarget
 
 MAX_LIMIT = 16_384
@@ -53,25 +53,29 @@ class _View:
     rows: dict[int, dict[str, Any]] = field(default_factory=dict)
     first: dict[int, int] = field(default_factory=dict)
 
+    def known(self, branches: dict[str, list[tuple[int, float]]]) -> dict[str, Any]:
+        """Without the chunks whose note the notes collection does not hold yet: a push
+        upserts chunks before notes, and a search meanwhile is told so (``_syncing``)."""
+        return {
+            b: [(c, s) for c, s in hits if self.note_of_chunk.get(c) in self.notes]
+            for b, hits in branches.items()
+        }
+
     def first_chunks(self, note_id: int) -> list[int]:
         return [self.first[note_id]] if note_id in self.first else []
 
     def take(self, hits: Any, absolute: bool = False) -> list[tuple[int, float]]:
-        """Each hit's chunk row kept for display, and its (chunk id, score); ``absolute``
-        for BM25, whose distances Milvus reports signed."""
+        """Each hit's (chunk id, score) and its note; ``absolute`` for BM25, whose
+        distances Milvus reports signed. A hit carries only its note id: its note's
+        fields come once per note from the notes collection, and a chunk's text only
+        for the hits shown (``MilvusReader._fill_rows``)."""
         out = []
         for hit in hits:
-            self.add_chunk({"id": hit["id"], **hit["entity"]})
+            cid = int(hit["id"])
+            self.note_of_chunk[cid] = int(hit["entity"]["note_id"])
             score = float(hit["distance"])
-            out.append((int(hit["id"]), abs(score) if absolute else score))
+            out.append((cid, abs(score) if absolute else score))
         return out
-
-    def add_chunk(self, row: Mapping[str, Any]) -> None:
-        cid, nid = int(row["id"]), int(row["note_id"])
-        self.rows[cid] = dict(row)
-        self.note_of_chunk[cid] = nid
-        if nid not in self.notes:
-            self.add_note(nid, row)
 
     def add_note(self, nid: int, meta: Mapping[str, Any]) -> None:
         self.notes[nid] = NoteMeta(
@@ -196,12 +200,13 @@ class MilvusReader:
                     branches["sentences"] = self._sentences(gen, found, vector)
             banned = self._banned(gen, parsed.excluded, view, stemming)
             timings["retrieve"] = time.perf_counter() - t
-            if extra:
-                branches = complete(branches, extra, view.note_of_chunk)
             settings = FusionSettings.from_config(self.config.search, mode)
             if fusion == "milvus-rrf":
                 settings = FusionSettings(method="rrf", weights={"hybrid": 1.0})
-            graph = self._neighbours(gen, view, expr) if settings.graph_share > 0 else {}
+            graph = self._notes(gen, view, expr, settings.graph_share > 0)
+            branches, extra = view.known(branches), view.known(extra)
+            if extra:
+                branches = complete(branches, extra, view.note_of_chunk)
             ranked = fuse(
                 branches, view, settings, time.time(),
                 neighbours=(lambda p: graph.get(p, [])) if graph else None,
@@ -210,9 +215,8 @@ class MilvusReader:
             if filters.min_score is not None:
                 ranked = [c for c in ranked if c.score >= filters.min_score]
             ranked = ranked[:top_k]
-            self._fill_rows(
-                gen, [c.chunks[0] for c in ranked if c.chunks[0] not in view.rows], view
-            )
+            limit = self.config.search.max_chunks_per_note
+            self._fill_rows(gen, [i for c in ranked for i in c.chunks[:limit]], view)
         self.last_timings = timings
         return SearchHits(self._hits(parsed, view, ranked, branches), _syncing(manifest))
 
@@ -221,7 +225,7 @@ class MilvusReader:
     ) -> list[tuple[int, float]]:
         res = self.client.search(
             collection(gen, "chunks"), data=[data], anns_field=field_, limit=k,
-            filter=expr, output_fields=list(CHUNK_OUTPUT),
+            filter=expr, output_fields=["note_id"],
         )  # fmt: skip
         return view.take(res[0], absolute=field_ == "sparse")
 
@@ -241,7 +245,7 @@ class MilvusReader:
         ]
         res = self.client.hybrid_search(
             collection(gen, "chunks"), reqs, ranker=m.RRFRanker(self.config.search.rrf_k),
-            limit=k, output_fields=list(CHUNK_OUTPUT),
+            limit=k, output_fields=["note_id"],
         )  # fmt: skip
         return view.take(res[0])
 
@@ -259,7 +263,7 @@ class MilvusReader:
             return []
         res = self.client.search(
             collection(gen, "chunks"), data=[vector.tolist()], anns_field="dense",
-            limit=MAX_LIMIT, filter=ids_in("note_id", only), output_fields=list(CHUNK_OUTPUT),
+            limit=MAX_LIMIT, filter=ids_in("note_id", only), output_fields=["note_id"],
         )  # fmt: skip
         return view.take(res[0])
 
@@ -295,33 +299,49 @@ class MilvusReader:
         )
         return {int(r["note_id"]) for r in rows}
 
-    def _neighbours(self, gen: str, view: _View, expr: str) -> dict[str, list[str]]:
-        """Each candidate note's neighbours; those the filters allow enter the view with
-        their first chunk (a neighbour the query did not retrieve can still be boosted)."""
-        ids = sorted(view.notes)
+    def _notes(self, gen: str, view: _View, expr: str, graph: bool) -> dict[str, list[str]]:
+        """The candidates' notes from the notes collection, one row a note, and with
+        ``graph`` their neighbours (returned by path); the neighbours the filters allow
+        enter the view with their first chunk (a neighbour the query did not retrieve
+        can still be boosted)."""
+        ids = sorted(set(view.note_of_chunk.values()))
         if not ids:
             return {}
+        fields = ["id", "note", *(["neighbours"] if graph else [])]
         rows = self.client.query(
-            collection(gen, "notes"), filter=ids_in("id", ids), output_fields=["path", "neighbours"]
+            collection(gen, "notes"), filter=ids_in("id", ids), output_fields=fields
         )
-        graph = {r["path"]: list(r["neighbours"] or []) for r in rows}
-        wanted = sorted({p for ns in graph.values() for p in ns} - set(view.note_by_path))
+        for r in rows:
+            view.add_note(int(r["id"]), r["note"])
+        if not graph:
+            return {}
+        out = {r["note"]["path"]: list(r["neighbours"] or []) for r in rows}
+        wanted = sorted({p for ns in out.values() for p in ns} - set(view.note_by_path))
         for start in range(0, len(wanted), 1000):
-            where = f"path in {literal(wanted[start : start + 1000])}"
             found = self.client.query(
-                collection(gen, "chunks"), filter=f"({where}) and ({expr})" if expr else where,
-                output_fields=list(CHUNK_OUTPUT),
+                collection(gen, "notes"), filter=f"path in {literal(wanted[start : start + 1000])}",
+                output_fields=["id", "note", "first_chunk"],
             )  # fmt: skip
-            for r in sorted(found, key=lambda r: (r["ordinal"], r["id"]), reverse=True):
-                view.first[int(r["note_id"])] = int(r["id"])
-                view.add_chunk(r)
-        return graph
+            first = {int(r["first_chunk"]): r for r in found if int(r["first_chunk"]) > 0}
+            if first and expr:  # the filters are fields of the chunk rows
+                where = f"({ids_in('id', sorted(first))}) and ({expr})"
+                allowed = self.client.query(
+                    collection(gen, "chunks"), filter=where, output_fields=["note_id"]
+                )
+                first = {int(a["id"]): first[int(a["id"])] for a in allowed}
+            for cid, r in first.items():
+                view.add_note(int(r["id"]), r["note"])
+                view.note_of_chunk[cid] = int(r["id"])
+                view.first[int(r["id"])] = cid
+        return out
 
     def _fill_rows(self, gen: str, ids: list[int], view: _View) -> None:
+        """What the hits shown need: their chunks' text, lines and headings."""
+        ids = sorted(set(ids) - set(view.rows))
         if ids:
             for r in self.client.query(collection(gen, "chunks"), filter=ids_in("id", ids),
-                                       output_fields=list(CHUNK_OUTPUT)):  # fmt: skip
-                view.add_chunk(r)
+                                       output_fields=list(SHOWN)):  # fmt: skip
+                view.rows[int(r["id"])] = r
 
     def _hits(
         self, parsed: Any, view: _View, ranked: list[Any], branches: dict[str, Any]

@@ -130,11 +130,14 @@ def assemble(
     allow_hosts: Iterable[str] = (),
     mcp_app: Starlette | None = None,
     max_body: Callable[[], int] = lambda: MAX_BYTES,
+    page: bool = True,
 ) -> EndStreamsOnExit:
     """The page and the REST routes, inside ``mcp_app`` when given (its lifespan runs
     the MCP session manager), else in a Starlette app of their own. ``port`` is the one
-    the server listens on: Host and Origin must name it."""
-    routes = [*page_routes(), *rest_routes]
+    the server listens on: Host and Origin must name it. ``page``: False for a server
+    with no vault behind it (MCP over a Milvus store), whose page would have nothing to
+    show."""
+    routes = [*(page_routes() if page else []), *rest_routes]
     if mcp_app is not None:
         mcp_app.router.routes.extend(routes)
         app: ASGIApp = mcp_app

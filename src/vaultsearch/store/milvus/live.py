@@ -31,19 +31,24 @@ def load(client: Any, generation: str, parts: tuple[str, ...] = PARTS) -> None:
             loaded.add(name)
 
 
-def read_manifest(client: Any, target: MilvusTarget) -> dict[str, Any] | None:
-    generation = current_generation(client, target.prefix)
+def read_manifest(
+    client: Any, target: MilvusTarget, generation: str | None = None
+) -> dict[str, Any] | None:
+    """``generation``: the one the alias names, when the caller has just resolved it."""
+    generation = generation or current_generation(client, target.prefix)
     if generation is None:
         return None
     load(client, generation, ("manifest",))
-    rows = client.query(target.prefix, filter="id == 1", output_fields=["manifest"])
+    rows = client.query(
+        collection(generation, "manifest"), filter="id == 1", output_fields=["manifest"]
+    )
     return dict(rows[0]["manifest"]) if rows else None
 
 
 def live_manifest(client: Any, target: MilvusTarget) -> dict[str, Any]:
     """The live generation's manifest, refusing one this code cannot read."""
     generation = current_generation(client, target.prefix)
-    manifest = read_manifest(client, target)
+    manifest = read_manifest(client, target, generation) if generation else None
     if generation is None or manifest is None:
         raise IndexMissingError(
             f"The Milvus store {target.shown()} holds no index yet.",

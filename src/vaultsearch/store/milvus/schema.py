@@ -39,6 +39,11 @@ HIT_FIELDS = (
     "start_char", "end_char", "text", "node_type", "embed_hash", "frontmatter", "tags",
 )  # fmt: skip
 CHUNK_OUTPUT = tuple(dict.fromkeys((*HIT_FIELDS, *FILTER_FIELDS)))
+SHOWN = (
+    "id", "note_id", "ordinal", "heading_path", "start_line", "end_line", "start_char",
+    "end_char", "text", "embed_hash", "qualified_name", "node_type", "page",
+)  # fmt: skip
+"""What a hit shows of its chunk; the note's fields come from the notes collection."""
 
 
 def generation_name(prefix: str, number: int) -> str:

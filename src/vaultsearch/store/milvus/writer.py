@@ -156,7 +156,12 @@ class MilvusWriter:
         four collections cannot change in one step, so the manifest says ``syncing``
         from before the first change until the last: a reader meanwhile, or after the
         writer was killed, is told its answer may mix the two versions, and the next
-        push finds every row still different by its digest and finishes the job."""
+        push finds every row still different by its digest and finishes the job.
+
+        It ends with a flush of the four collections: rows left in Milvus's growing
+        segments are searched without their index (Milvus Lite 3 keeps them in a memtable
+        that a keyword search at 9k chunks took 3.8 s of CPU to scan, against 48 ms
+        once flushed), and a server seals and indexes a flushed segment at once."""
         catalog = local.catalog
         summary = PushSummary(uri=self.target.uri, generation=generation)
         names = {part: collection(generation, part) for part in PARTS}
@@ -221,6 +226,8 @@ class MilvusWriter:
             "updated": datetime.now(UTC).isoformat(timespec="seconds"),
         }
         self.client.upsert(names["manifest"], [{"id": 1, "manifest": manifest, "pad": [1.0, 0.0]}])
+        for name in names.values():
+            self.client.flush(name)
         return summary
 
     def _sync_notes(
