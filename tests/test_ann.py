@@ -15,6 +15,7 @@ from tests.conftest import bump_mtime, embeddings, write_files
 from tests.corpus import WORDS
 from vaultsearch import Vault
 from vaultsearch.errors import IndexCorruptError
+from vaultsearch.indexing.manager import FIRST_BATCH
 from vaultsearch.search.snapshot import Snapshot
 from vaultsearch.store import ann
 from vaultsearch.store.derived.sentences import SentencePart
@@ -25,19 +26,21 @@ from vaultsearch.store.verify import settings_of
 
 SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
 FORCED = ("index.ann_threshold=0",)
+# fewer notes than a first build publishes at once, so that build leaves one segment
+NOTES = FIRST_BATCH - 2
 
 
 def note(i: int, version: int = 0) -> str:
     return (
         f"# Note {i:03d}\n\nAbout the {WORDS[i % 20]} and the {WORDS[(i * 7 + version) % 20]}. "
-        f"Version {version}. See [[Note {(i + 1) % 40:03d}]].\n"
+        f"Version {version}. See [[Note {(i + 1) % NOTES:03d}]].\n"
     )
 
 
 def open_vault(tmp_path: Path, flags: tuple[str, ...] = FORCED) -> Vault:
     root = tmp_path / "vault"
     if not root.is_dir():
-        write_files(root, {f"Note {i:03d}.md": note(i) for i in range(40)})
+        write_files(root, {f"Note {i:03d}.md": note(i) for i in range(NOTES)})
     return Vault.open(root, index_dir=tmp_path / "index", flags=flags)
 
 
@@ -91,7 +94,7 @@ def test_search_through_the_index_ranks_as_flat_with_tombstones_and_allowed(
     flat = flat_twin(reader)
     dead = set(reader.segments[0].entry.dead)
     ids = reader.ids()
-    queries = [normalize(np.asarray(reader.segments[0].rows[i]))[0] for i in range(0, 40, 3)]
+    queries = [normalize(np.asarray(reader.segments[0].rows[i]))[0] for i in range(0, NOTES, 3)]
     for q in queries:
         for k in (1, 5, 10, 60):
             got = reader.search(q, k)
