@@ -357,7 +357,7 @@ def send(proc: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
 
 def finish(proc: subprocess.Popen[bytes]) -> tuple[int, str, str]:
     """Exit code, the rest of stdout and all of stderr; every pipe closed."""
-    code = proc.wait(timeout=15)
+    code = proc.wait(timeout=120)  # a hang guard: a starved server may take long to start
     out = proc.stdout.read() if proc.stdout and not proc.stdout.closed else b""
     err = proc.stderr.read() if proc.stderr else b""
     for pipe in (proc.stdin, proc.stdout, proc.stderr):
