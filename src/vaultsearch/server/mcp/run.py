@@ -30,7 +30,7 @@ from vaultsearch.app.vault import Vault
 from vaultsearch.errors import VaultsearchError
 from vaultsearch.server.activity import ActivityLog
 from vaultsearch.server.http import consoles
-from vaultsearch.server.http.guard import TOKEN_ENV, security_settings, server_token
+from vaultsearch.server.http.guard import TOKEN_ENV, Token, security_settings, server_token
 from vaultsearch.server.http.webapp import SHUTDOWN_GRACE, assemble, rest_routes
 from vaultsearch.server.mcp.calllog import CallLog
 from vaultsearch.server.mcp.handshake import INSTRUCTIONS, SERVER_NAME
@@ -288,21 +288,16 @@ async def _serve_stdio(server: VaultServer, background: Background) -> None:
         tg.cancel_scope.cancel()
 
 
-async def _serve_http(
-    server: VaultServer,
-    background: Background,
-    host: str,
-    port: int,
-    allow_hosts: tuple[str, ...] = (),
-) -> None:
-    import uvicorn
-
+def announce_http(host: str, port: int, log: CallLog, **shown: Any) -> Token | None:
+    """Ready the process to serve HTTP and say where, for the vault's server and a
+    store's alike: the bearer token off loopback (printed when generated) and the
+    ``serving`` record with ``shown`` added."""
     # uvicorn shuts down on SIGTERM/SIGINT, then re-raises the signal to the previous
     # handler; a no-op one makes that an orderly exit instead of a kill or a traceback.
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: None)
     url = f"http://{host if ':' not in host else f'[{host}]'}:{port}/mcp"
-    record: dict[str, Any] = {"event": "serving", "transport": "http", "url": url}
+    record: dict[str, Any] = {"event": "serving", "transport": "http", "url": url, **shown}
     token = server_token(host)
     if token is not None:
         record["auth"] = "bearer token"
@@ -313,7 +308,20 @@ async def _serve_http(
                 file=sys.stderr,
                 flush=True,
             )
-    background.log.write(record)
+    log.write(record)
+    return token
+
+
+async def _serve_http(
+    server: VaultServer,
+    background: Background,
+    host: str,
+    port: int,
+    allow_hosts: tuple[str, ...] = (),
+) -> None:
+    import uvicorn
+
+    token = announce_http(host, port, background.log)
     mcp_app = server.streamable_http_app(
         transport_security=security_settings(host, port, allow_hosts), host=host
     )

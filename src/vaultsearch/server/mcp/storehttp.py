@@ -8,13 +8,11 @@ vault behind it. Writes stay refused by name (``storeserver.refusal``).
 
 from __future__ import annotations
 
-import signal
-import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
-from vaultsearch.server.http.guard import TOKEN_ENV, security_settings, server_token
+from vaultsearch.server.http.guard import security_settings
 from vaultsearch.server.http.webapp import SHUTDOWN_GRACE, assemble
 from vaultsearch.server.mcp.calllog import CallLog
 from vaultsearch.server.mcp.storeserver import StoreServer, StoreTools, build_store_server
@@ -59,24 +57,9 @@ async def _serve(
 ) -> None:
     import uvicorn
 
-    # as the vault's server: uvicorn re-raises the signal to the previous handler
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: None)
-    url = f"http://{host if ':' not in host else f'[{host}]'}:{port}/mcp"
-    record: dict[str, Any] = {
-        "event": "serving", "transport": "http", "url": url, "store": target.shown(),
-    }  # fmt: skip
-    token = server_token(host)
-    if token is not None:
-        record["auth"] = "bearer token"
-        if token.generated:
-            print(
-                f"vaultsearch: HTTP clients must send 'Authorization: Bearer {token.value}' "
-                f"(set {TOKEN_ENV} to choose the token)",
-                file=sys.stderr,
-                flush=True,
-            )
-    log.write(record)
+    from vaultsearch.server.mcp.run import announce_http
+
+    token = announce_http(host, port, log, store=target.shown())
     mcp_app = server.streamable_http_app(
         transport_security=security_settings(host, port, allow_hosts), host=host
     )
