@@ -26,7 +26,7 @@ import sqlite3
 import threading
 import time
 from collections import Counter
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -284,20 +284,31 @@ class IndexManager:
         or what changed) is recorded with the run for every process to see."""
         if progress is not None:
             self.progress = progress
+
+        def work() -> IndexSummary:
+            summary = self._update(full, paths, source)
+            if not self.defer_sentences and not summary.cancelled:
+                self._fill_sentences(summary)
+                summary.seconds = time.perf_counter() - summary.started
+            self._record_sources(summary)
+            summary.counts = current_counts(self.layout)
+            if summary.counts is not None:
+                show_counts(self.progress, summary.counts)
+            return summary
+
         fix = "wait for it to finish, or stop the other 'vaultsearch index/watch/mcp'"
+        return self._recorded("rebuild" if full else "update", reason, fix, work)
+
+    def _recorded(
+        self, kind: str, reason: str | None, fix: str, work: Callable[[], IndexSummary]
+    ) -> IndexSummary:
+        """``work`` under the writer lock, its progress and its end (or its error)
+        recorded for every process to see."""
         with self._writing(fix):
             display = self.progress
-            kind = "rebuild" if full else "update"
             recorded = self.progress = RecordedProgress(display, self.layout.root, kind, reason)
             try:
-                summary = self._update(full, paths, source)
-                if not self.defer_sentences and not summary.cancelled:
-                    self._fill_sentences(summary)
-                    summary.seconds = time.perf_counter() - summary.started
-                self._record_sources(summary)
-                summary.counts = current_counts(self.layout)
-                if summary.counts is not None:
-                    show_counts(self.progress, summary.counts)
+                summary = work()
             except BaseException as exc:
                 recorded.end(None, str(exc) or type(exc).__name__)
                 raise
@@ -319,23 +330,16 @@ class IndexManager:
         between two of them."""
         if progress is not None:
             self.progress = progress
-        summary = IndexSummary()
-        with self._writing("wait for it to finish; the writer adds the sentences itself"):
-            display = self.progress
-            recorded = self.progress = RecordedProgress(
-                display, self.layout.root, "sentences", reason
-            )
-            try:
-                self._fill_sentences(summary, steps)
-                summary.seconds = time.perf_counter() - summary.started
-                summary.counts = current_counts(self.layout)
-            except BaseException as exc:
-                recorded.end(None, str(exc) or type(exc).__name__)
-                raise
-            finally:
-                self.progress = display
-            recorded.end(summary)
+
+        def work() -> IndexSummary:
+            summary = IndexSummary()
+            self._fill_sentences(summary, steps)
+            summary.seconds = time.perf_counter() - summary.started
+            summary.counts = current_counts(self.layout)
             return summary
+
+        fix = "wait for it to finish; the writer adds the sentences itself"
+        return self._recorded("sentences", reason, fix, work)
 
     def _fill_sentences(self, summary: IndexSummary, steps: int = 0) -> None:
         """Stage 2: the pending chunks' sentences embedded, note by note, into a clone
