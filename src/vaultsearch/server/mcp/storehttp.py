@@ -15,7 +15,12 @@ import anyio
 from vaultsearch.server.http.guard import security_settings
 from vaultsearch.server.http.webapp import SHUTDOWN_GRACE, assemble
 from vaultsearch.server.mcp.calllog import CallLog
-from vaultsearch.server.mcp.storeserver import StoreServer, StoreTools, build_store_server
+from vaultsearch.server.mcp.storeserver import (
+    StoreServer,
+    StoreTools,
+    build_store_server,
+    serve_until_done,
+)
 
 if TYPE_CHECKING:
     from vaultsearch.config import Config
@@ -30,21 +35,14 @@ def run_store_http(
     allow_hosts: tuple[str, ...] = (),
 ) -> int:
     """Serve until SIGTERM or SIGINT; 0 on every orderly end."""
-    from vaultsearch.server.mcp.run import _check_port, _disconnected, _log_stream, quiet_libraries
+    from vaultsearch.server.mcp.run import _check_port, _log_stream, quiet_libraries
 
     quiet_libraries()
     _check_port(host, port)
     log = CallLog(_log_stream())
     tools = StoreTools(target, config)
     server = build_store_server(tools, log)
-    try:
-        anyio.run(_serve, server, log, target, host, port, allow_hosts)
-    except BaseException as exc:
-        if not _disconnected(exc):
-            raise
-    finally:
-        tools.close()
-    return 0
+    return serve_until_done(tools, _serve, server, log, target, host, port, allow_hosts)
 
 
 async def _serve(

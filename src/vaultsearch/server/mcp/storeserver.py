@@ -15,6 +15,7 @@ the answer to each call (one sentence each), until the store is there.
 from __future__ import annotations
 
 import threading
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
@@ -182,12 +183,7 @@ def build_store_server(tools: StoreTools, log: CallLog) -> StoreServer:
 
 def run_store_server(target: MilvusTarget, config: Config, pipe: Any) -> int:
     """Serve over stdio until stdin closes, SIGTERM or SIGINT; 0 on every orderly end."""
-    from vaultsearch.server.mcp.run import (
-        _disconnected,
-        _log_handshake,
-        _log_stream,
-        quiet_libraries,
-    )
+    from vaultsearch.server.mcp.run import _log_handshake, _log_stream, quiet_libraries
     from vaultsearch.server.mcp.wire import StdioWire
 
     quiet_libraries()
@@ -197,8 +193,16 @@ def run_store_server(target: MilvusTarget, config: Config, pipe: Any) -> int:
     tools = StoreTools(target, config)
     server = build_store_server(tools, log)
     log.write({"event": "serving", "transport": "stdio", "store": target.shown()})
+    return serve_until_done(tools, _serve, server, wire)
+
+
+def serve_until_done(tools: StoreTools, serve: Callable[..., Awaitable[None]], *args: Any) -> int:
+    """``serve`` run to its end, stdio and HTTP alike: a client that went away is an
+    orderly end (0), and the store's connection is closed whatever happened."""
+    from vaultsearch.server.mcp.run import _disconnected
+
     try:
-        anyio.run(_serve, server, wire)
+        anyio.run(serve, *args)
     except BaseException as exc:
         if not _disconnected(exc):
             raise
