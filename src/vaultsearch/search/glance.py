@@ -17,7 +17,7 @@ from vaultsearch.errors import IndexMissingError
 from vaultsearch.search.snapshot import Snapshot, read_generation_state
 from vaultsearch.store.catalog import Catalog
 from vaultsearch.store.derived import DERIVED
-from vaultsearch.store.generations import hold_published
+from vaultsearch.store.generations import require_published
 from vaultsearch.store.layout import Generation, IndexLayout
 from vaultsearch.store.verify import settings_of
 
@@ -37,12 +37,7 @@ def glance(layout: IndexLayout, config: Config, snap: Snapshot | None) -> Iterat
         read = {k: v for c in DERIVED for k, v in c.status(snap.reader(c.name)).items()}
         yield Glance(snap.generation, snap.catalog, read)
         return
-    held = hold_published(layout)
-    if held is None:
-        raise IndexMissingError(
-            f"No index has been published in {layout.root}.", fix="vaultsearch index"
-        )
-    hold, catalog = held
+    hold, catalog = require_published(layout)
     try:
         generation = hold.generation
         state = read_generation_state(layout, generation)

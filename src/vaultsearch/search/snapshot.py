@@ -29,7 +29,7 @@ from vaultsearch.search.boilerplate import Boilerplate, find, find_again
 from vaultsearch.search.filters import NoteMeta, SearchFilters
 from vaultsearch.store.catalog import Catalog, ChunkRow
 from vaultsearch.store.derived import DERIVED, DerivedSettings, Lexicon
-from vaultsearch.store.generations import ReaderHold, hold_published
+from vaultsearch.store.generations import ReaderHold, require_published
 from vaultsearch.store.layout import Generation, IndexLayout
 from vaultsearch.store.manifest import read_manifest
 from vaultsearch.store.verify import settings_of
@@ -137,12 +137,7 @@ class Snapshot:
     def _open_once(
         cls, layout: IndexLayout, config: Config, previous: Snapshot | None
     ) -> tuple[Snapshot, bool]:
-        held = hold_published(layout)
-        if held is None:
-            raise IndexMissingError(
-                f"No index has been published in {layout.root}.", fix="vaultsearch index"
-            )
-        hold, catalog = held
+        hold, catalog = require_published(layout)
         try:
             return cls._open_held(layout, config, hold, catalog, previous)
         except BaseException:

@@ -32,6 +32,7 @@ import shutil
 import weakref
 from pathlib import Path
 
+from vaultsearch.errors import IndexMissingError
 from vaultsearch.store.atomic import atomic_write_bytes, fsync_dir, fsync_tree
 from vaultsearch.store.catalog import Catalog, open_catalog_for_reading
 from vaultsearch.store.layout import Generation, IndexLayout
@@ -164,6 +165,16 @@ def hold_published(layout: IndexLayout) -> tuple[ReaderHold, Catalog] | None:
             return newer, catalog
         catalog.close()
     return None
+
+
+def require_published(layout: IndexLayout) -> tuple[ReaderHold, Catalog]:
+    """``hold_published`` for a reader that cannot answer without an index."""
+    held = hold_published(layout)
+    if held is None:
+        raise IndexMissingError(
+            f"No index has been published in {layout.root}.", fix="vaultsearch index"
+        )
+    return held
 
 
 def _newer_sharing(layout: IndexLayout, held: Generation, name: str) -> Generation | None:
