@@ -301,6 +301,28 @@ def test_the_cache_evicts_the_least_recently_used(tmp_path: Path) -> None:
     cache.close()
 
 
+def test_reading_a_warm_cache_again_rewrites_no_row(tmp_path: Path) -> None:
+    """A read marks a vector used only when vectors were added since its last use: an
+    update rewrites the whole row, and a first build over a warm cache rewrote every
+    vector it read, batch after batch."""
+    import numpy as np
+
+    cache = EmbeddingCache(tmp_path / "cache", max_bytes=10_000_000)
+    cache.put("m", {f"h{i}": np.full(384, i, dtype=np.float32) for i in range(50)})
+    assert cache._conn() is not None and cache._db is not None
+    changes = cache._db.total_changes
+    assert len(cache.get("m", [f"h{i}" for i in range(50)])) == 50
+    assert cache._db.total_changes - changes == 50  # added since: marked used
+    changes = cache._db.total_changes
+    assert len(cache.get("m", [f"h{i}" for i in range(50)])) == 50
+    assert cache._db.total_changes == changes
+    cache.put("m", {"new": np.ones(384, dtype=np.float32)})
+    changes = cache._db.total_changes
+    assert len(cache.get("m", ["h3", "h4"])) == 2
+    assert cache._db.total_changes - changes == 2
+    cache.close()
+
+
 def _as_nobody(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(SRC), "HOME": "/tmp", "VAULTSEARCH_CACHE_DIR": "off"}
     argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable]
