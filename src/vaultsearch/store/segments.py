@@ -35,8 +35,16 @@ mismatch"): a hybrid search maps segments on its keyword thread and its own."""
 
 LIST_VERSION = 1
 SEGMENTS_FOLDER = "segments"
-MAX_SEGMENTS = 8
-"""More live segments than this are merged (the smallest neighbours first)."""
+TIER = 4
+"""Neighbouring segments merge this many at a time, and only when they are of one size
+tier (``tier``): each merge then at least multiplies the size of the segment a row is
+in by ``TIER``, so a row is rewritten at most about log_TIER(rows) times however the
+index grew, and the list holds fewer than ``TIER`` segments per tier. Merging whenever
+more than a fixed count were live rewrote the newest large segment at every step of a
+first build: quadratic bytes, and its approximate index built again each time."""
+MAX_SEGMENTS = 32
+"""More live segments than this (only when segments of unlike sizes alternate, which
+tiers do not merge) are merged the smallest neighbours first."""
 MAX_DEAD = 0.2
 """A segment with more tombstoned rows than this share is rewritten without them."""
 _SUFFIXES = (".ids.npy", ".rows.npy")
@@ -395,11 +403,30 @@ def remove_unlisted(folder: Path, prefix: str, listing: SegmentList) -> None:
             path.unlink(missing_ok=True)
 
 
+def tier(rows: int) -> int:
+    """The size tier of a segment of this many live rows: floor(log_TIER(rows))."""
+    level = 0
+    while rows >= TIER:
+        rows //= TIER
+        level += 1
+    return level
+
+
 def merge_plan(entries: list[Entry]) -> list[list[int]]:
     """Runs of neighbouring segments to write as one (order kept: a search breaks ties
-    by position, as one flat index did). A run of one is rewritten only when its dead
-    share passed ``MAX_DEAD``; fully dead segments are dropped."""
+    by position, as one flat index did): ``TIER`` neighbours of one tier at a time,
+    oldest first, until no such run is left. A run of one is rewritten only when its
+    dead share passed ``MAX_DEAD``; fully dead segments are dropped."""
     groups = [[i] for i, e in enumerate(entries) if e.live > 0]
+    while True:
+        tiers = [tier(sum(entries[i].live for i in g)) for g in groups]
+        j = next(
+            (j for j in range(len(groups) - TIER + 1) if len(set(tiers[j : j + TIER])) == 1),
+            None,
+        )
+        if j is None:
+            break
+        groups[j : j + TIER] = [[i for g in groups[j : j + TIER] for i in g]]
     while len(groups) > MAX_SEGMENTS:
         sizes = [sum(entries[i].live for i in g) for g in groups]
         j = min(range(len(groups) - 1), key=lambda j: sizes[j] + sizes[j + 1])
