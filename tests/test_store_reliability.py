@@ -313,7 +313,11 @@ def test_reading_a_warm_cache_again_rewrites_no_row(tmp_path: Path) -> None:
     def used() -> dict[str, int]:
         db = sqlite3.connect(tmp_path / "cache" / "embeddings.sqlite")
         try:
-            return dict(db.execute("SELECT text_hash, used FROM vectors").fetchall())
+            rows = db.execute(
+                "SELECT v.text_hash, MAX(v.used, COALESCE(u.used, 0)) FROM vectors v"
+                " LEFT JOIN uses u USING (model, text_hash)"
+            )
+            return dict(rows.fetchall())
         finally:
             db.close()
 
