@@ -173,12 +173,22 @@ class VectorPart:
         if self.supply.cache is not None and (rest := [h for h in need if h not in found]):
             found.update(self.supply.cache.get(key, rest))
         lost = np.zeros(len(ids), dtype=bool)
+        width = 4 * self.settings.dimension
+        good: list[int] = []
         for i in np.flatnonzero(todo):
             blob = found.get(hashes[i])
-            if blob is None or len(blob) != 4 * self.settings.dimension:
+            if blob is None or len(blob) != width:
                 lost[i] = True
-                continue
-            out[i] = self._stored(np.frombuffer(blob, dtype=np.float32))[0]
+            else:
+                good.append(int(i))
+        # encoded a block at a time, not row by row (126 of 861 profiled seconds of a
+        # 45k-chunk build):
+        # each row's bytes are the same either way
+        for start in range(0, len(good), 65536):
+            block = good[start : start + 65536]
+            blobs = b"".join(found[hashes[i]] for i in block)
+            rows = np.frombuffer(blobs, dtype=np.float32).reshape(len(block), -1)
+            out[block] = self._stored(rows)
         return ids, out, lost
 
     def _chunk_of(self, row_ids: np.ndarray) -> np.ndarray:
