@@ -181,9 +181,8 @@ class VectorPart:
                 lost[i] = True
             else:
                 good.append(int(i))
-        # encoded a block at a time, not row by row (126 of 861 profiled seconds of a
-        # 45k-chunk build):
-        # each row's bytes are the same either way
+        # a block at a time, not row by row (126 of 861 profiled seconds of a 45k-chunk
+        # build): each row's bytes are the same either way
         for start in range(0, len(good), 65536):
             block = good[start : start + 65536]
             blobs = b"".join(found[hashes[i]] for i in block)
