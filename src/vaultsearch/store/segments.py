@@ -36,12 +36,13 @@ mismatch"): a hybrid search maps segments on its keyword thread and its own."""
 LIST_VERSION = 1
 SEGMENTS_FOLDER = "segments"
 TIER = 4
-"""Neighbouring segments merge this many at a time, and only when they are of one size
-tier (``tier``): each merge then at least multiplies the size of the segment a row is
-in by ``TIER``, so a row is rewritten at most about log_TIER(rows) times however the
-index grew, and the list holds fewer than ``TIER`` segments per tier. Merging whenever
-more than a fixed count were live rewrote the newest large segment at every step of a
-first build: quadratic bytes, and its approximate index built again each time."""
+"""Neighbouring segments merge this many at a time, and only when the largest is at most
+``TIER`` times the smallest: a merge then at least multiplies by 1.75 the size of the
+segment each of its rows is in, so a row is rewritten a logarithmic number of times
+however the index grew, and like-sized segments do not pile up. Merging whenever more
+than a fixed count were live rewrote the newest large segment at every step of a first
+build: quadratic bytes, and its approximate index built again each time. (Whole tiers,
+floor(log4(rows)), left steps of a build that straddled a tier boundary unmerged.)"""
 MAX_SEGMENTS = 32
 """More live segments than this (only when segments of unlike sizes alternate, which
 tiers do not merge) are merged the smallest neighbours first."""
@@ -404,7 +405,7 @@ def remove_unlisted(folder: Path, prefix: str, listing: SegmentList) -> None:
 
 
 def tier(rows: int) -> int:
-    """The size tier of a segment of this many live rows: floor(log_TIER(rows))."""
+    """floor(log_TIER(rows)): about how many times a merge can have rewritten a row."""
     level = 0
     while rows >= TIER:
         rows //= TIER
@@ -414,14 +415,18 @@ def tier(rows: int) -> int:
 
 def merge_plan(entries: list[Entry]) -> list[list[int]]:
     """Runs of neighbouring segments to write as one (order kept: a search breaks ties
-    by position, as one flat index did): ``TIER`` neighbours of one tier at a time,
+    by position, as one flat index did): ``TIER`` neighbours of like size at a time,
     oldest first, until no such run is left. A run of one is rewritten only when its
     dead share passed ``MAX_DEAD``; fully dead segments are dropped."""
     groups = [[i] for i, e in enumerate(entries) if e.live > 0]
     while True:
-        tiers = [tier(sum(entries[i].live for i in g)) for g in groups]
+        sizes = [sum(entries[i].live for i in g) for g in groups]
         j = next(
-            (j for j in range(len(groups) - TIER + 1) if len(set(tiers[j : j + TIER])) == 1),
+            (
+                j
+                for j in range(len(groups) - TIER + 1)
+                if max(sizes[j : j + TIER]) <= TIER * min(sizes[j : j + TIER])
+            ),
             None,
         )
         if j is None:

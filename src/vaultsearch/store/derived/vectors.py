@@ -2,7 +2,7 @@
 embedding store, in immutable segments (``store/segments.py``).
 
 An update tombstones the rows of removed chunks in the list and writes the added rows
-as one new segment; when ``TIER`` neighbours are of one size tier, or past ``MAX_DEAD``
+as one new segment; when ``TIER`` neighbours are of like size, or past ``MAX_DEAD``
 dead rows, the commit merges segments into a new one. Every file it writes is new and in the
 unpublished generation, so a kill at any point leaves the published one whole.
 
