@@ -301,6 +301,49 @@ def test_the_cache_evicts_the_least_recently_used(tmp_path: Path) -> None:
     cache.close()
 
 
+def test_reading_a_warm_cache_again_rewrites_no_row(tmp_path: Path) -> None:
+    """A read marks a vector used only when vectors were added since its last use, and
+    all at once, at the end of a run or before the next addition: an update rewrites the
+    whole row, and a first build over a warm cache rewrote every vector it read, batch
+    after batch."""
+    import sqlite3
+
+    import numpy as np
+
+    def used() -> dict[str, int]:
+        db = sqlite3.connect(tmp_path / "cache" / "embeddings.sqlite")
+        try:
+            rows = db.execute(
+                "SELECT v.text_hash, MAX(v.used, COALESCE(u.used, 0)) FROM vectors v"
+                " LEFT JOIN uses u USING (model, text_hash)"
+            )
+            return dict(rows.fetchall())
+        finally:
+            db.close()
+
+    cache = EmbeddingCache(tmp_path / "cache", max_bytes=10_000_000)
+    cache.put("m", {f"h{i}": np.full(384, i, dtype=np.float32) for i in range(50)})
+    added = used()
+    assert len(cache.get("m", [f"h{i}" for i in range(40)])) == 40
+    assert used() == added  # not yet: at the end of the run
+    cache.flush()
+    read = used()
+    assert {h for h in read if read[h] > added[h]} == {f"h{i}" for i in range(40)}
+    assert len(cache.get("m", [f"h{i}" for i in range(50)])) == 50
+    cache.flush()
+    again = used()  # only the ten not read since they were added
+    assert {h for h in again if again[h] != read[h]} == {f"h{i}" for i in range(40, 50)}
+    assert len(cache.get("m", [f"h{i}" for i in range(50)])) == 50
+    cache.flush()
+    assert used() == again  # nothing added since: no row rewritten
+    cache.put("m", {"new": np.ones(384, dtype=np.float32)})
+    cache.get("m", ["h45"])
+    cache.close()
+    after = used()
+    assert after["new"] < after["h45"]
+    assert all(after[h] == again[h] for h in again if h != "h45")
+
+
 def _as_nobody(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(SRC), "HOME": "/tmp", "VAULTSEARCH_CACHE_DIR": "off"}
     argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable]

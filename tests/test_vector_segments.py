@@ -25,10 +25,13 @@ from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.segments import (
     MAX_DEAD,
     MAX_SEGMENTS,
+    TIER,
     Entry,
     Segment,
+    merge_plan,
     open_segments,
     read_list,
+    tier,
 )
 from vaultsearch.store.vectors import SegmentedVectors, decode, encode, normalize
 from vaultsearch.store.verify import settings_of
@@ -103,6 +106,46 @@ def test_compaction_bounds_segments_and_dead_rows_and_leaves_readers_alone(
     snap = Snapshot.open(vault.layout, vault.config)
     assert sorted(snap.reader("vectors").ids().tolist()) == want
     snap.close()
+
+
+def _append_all(steps: list[int]) -> tuple[int, list[int]]:
+    """Rows written by the commits of these appends (one new segment each, merged as
+    ``merge_plan`` says, as ``VectorPart.commit`` does), and the live segments' sizes."""
+    entries: list[Entry] = []
+    written = 0
+    for n, rows in enumerate(steps):
+        items = [*entries, Entry("", rows, (), ("", ""))]
+        groups = merge_plan(items)
+        assert [i for g in groups for i in g] == list(range(len(items)))  # order kept
+        entries = []
+        for group in groups:
+            if len(group) == 1 and items[group[0]].name:
+                entries.append(items[group[0]])
+                continue
+            size = sum(items[i].live for i in group)
+            written += size
+            entries.append(Entry(f"s{n}", size, (), ("", "")))
+    return written, [e.rows for e in entries]
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        [300] + [3000] * 330,  # a first build publishing step by step, to a million rows
+        [300] + [1800 + (n * 7919) % 2400 for n in range(330)],  # steps of unlike sizes
+        [1] * 5000,  # one-row edits
+        [7, 4000, 2, 2, 90000, 1, 1, 1, 600, 30, 250000] * 8,  # unlike sizes in turn
+    ],
+)
+def test_appends_rewrite_each_row_a_logarithmic_number_of_times(steps: list[int]) -> None:
+    total = sum(steps)
+    written, sizes = _append_all(steps)
+    assert sum(sizes) == total
+    rewrites = written / total  # each row's first write included
+    assert rewrites <= tier(total) + 1, (rewrites, tier(total))
+    assert len(sizes) <= MAX_SEGMENTS
+    if max(steps[1:]) <= TIER * min(steps[1:]):  # like appends do not pile up
+        assert len(sizes) <= (TIER - 1) * (tier(total) + 1)
 
 
 def _flat(ids: np.ndarray, rows: np.ndarray) -> faiss.Index:

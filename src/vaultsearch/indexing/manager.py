@@ -314,6 +314,7 @@ class IndexManager:
                 raise
             finally:
                 self.progress = display
+                self.cache.flush()
             recorded.end(summary)
             return summary
 

@@ -35,7 +35,24 @@ CREATE TABLE IF NOT EXISTS vectors (
     PRIMARY KEY (model, text_hash)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS vectors_by_use ON vectors(used);
+CREATE TABLE IF NOT EXISTS uses (
+    model TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    used INTEGER NOT NULL,
+    PRIMARY KEY (model, text_hash)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
+_USED = "MAX(v.used, COALESCE(u.used, 0))"
+"""A vector's last use: when it was added (``vectors.used``) or last read (``uses``),
+kept apart from the vector so that marking a read rewrites a 100-byte row, not the
+row of the vector (about a page per vector: 520 MB for the 49k vectors of 9,126
+chunks when all were stale)."""
+TOUCH_BATCH = 200_000
+"""Stale hits held in memory before they are marked used (``_touch``)."""
+LAST_PUT = "last_put"
+"""When vectors were last added (``meta``): a vector used since is among the newest
+already, and ``get`` leaves its ``used`` as it is."""
 
 
 def default_cache_dir(configured: str = "") -> Path | None:
@@ -57,6 +74,9 @@ class EmbeddingCache:
         self._db: sqlite3.Connection | None = None
         self._tried = False
         self._lock = threading.Lock()
+        self._used: set[tuple[str, str]] = set()
+        """(model, hash) of the vectors ``get`` found not used since the last ``put``:
+        marked used together (``_touch``)."""
 
     def _conn(self) -> sqlite3.Connection | None:
         if self._tried:
@@ -85,41 +105,67 @@ class EmbeddingCache:
             found: dict[str, bytes] = {}
             hs = list(dict.fromkeys(hashes))
             try:
+                row = db.execute("SELECT value FROM meta WHERE key=?", (LAST_PUT,)).fetchone()
+                last_put = -1 if row is None else int(row[0])
                 for start in range(0, len(hs), 500):
                     part = hs[start : start + 500]
                     marks = ",".join("?" * len(part))
                     rows = db.execute(
-                        f"SELECT text_hash, vector FROM vectors WHERE model=? AND text_hash IN "
-                        f"({marks})",
+                        f"SELECT v.text_hash, v.vector, {_USED} FROM vectors v LEFT JOIN uses u"
+                        f" USING (model, text_hash) WHERE v.model=? AND v.text_hash IN ({marks})",
                         (model, *part),
                     )
-                    found.update((h, bytes(v)) for h, v in rows)
-                if found:
-                    now = time.time_ns()
-                    with db:
-                        db.executemany(
-                            "UPDATE vectors SET used=? WHERE model=? AND text_hash=?",
-                            [(now, model, h) for h in found],
-                        )
+                    for h, v, used in rows:
+                        found[h] = bytes(v)
+                        if used <= last_put:
+                            self._used.add((model, h))
+                if len(self._used) >= TOUCH_BATCH:
+                    self._touch(db)
             except sqlite3.Error as exc:
                 log.warning("embedding cache read failed: %s", exc)
             return found
+
+    def flush(self) -> None:
+        """Mark the vectors read since the last flush used (a writer's run ends here)."""
+        with self._lock:
+            if self._used and (db := self._conn()) is not None:
+                try:
+                    self._touch(db)
+                except sqlite3.Error as exc:
+                    log.warning("embedding cache write failed: %s", exc)
+
+    def _touch(self, db: sqlite3.Connection) -> None:
+        """Mark the vectors ``get`` found stale used now (``uses``), in key order and in
+        one transaction, so each page is written once: touching each vector's own row as
+        it was read, batch after batch, was 84% of a first build's 4.7 GB of writes at
+        45,630 chunks over a warm cache. A vector used since the last ``put`` is not
+        stale: evictions go in order of use only relative to what was added."""
+        now = time.time_ns()
+        with db:
+            db.executemany(
+                "INSERT OR REPLACE INTO uses(model, text_hash, used) VALUES (?,?,?)",
+                [(model, h, now) for model, h in sorted(self._used)],
+            )
+        self._used.clear()
 
     def put(self, model: str, items: Mapping[str, np.ndarray]) -> None:
         with self._lock:
             db = self._conn()
             if db is None or not items:
                 return
-            now = time.time_ns()
-            rows = [
-                (model, h, np.asarray(v, dtype=np.float32).tobytes(), now) for h, v in items.items()
-            ]
+            rows = [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items.items()]
             try:
+                if self._used:
+                    self._touch(db)  # used before these were added
+                now = time.time_ns()
                 with db:
                     db.executemany(
                         "INSERT OR REPLACE INTO vectors(model, text_hash, vector, used)"
                         " VALUES (?,?,?,?)",
-                        rows,
+                        [(*row, now) for row in rows],
+                    )
+                    db.execute(
+                        "INSERT OR REPLACE INTO meta(key, value) VALUES (?,?)", (LAST_PUT, now)
                     )
                 self._evict(db)
             except sqlite3.Error as exc:
@@ -135,12 +181,14 @@ class EmbeddingCache:
             rows = db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]
             if (pages - free) * size <= self.max_bytes or rows == 0:
                 return
+            victims = db.execute(
+                f"SELECT v.model, v.text_hash FROM vectors v LEFT JOIN uses u"
+                f" USING (model, text_hash) ORDER BY {_USED} LIMIT ?",
+                (max(1, rows // 10),),
+            ).fetchall()
             with db:
-                db.execute(
-                    "DELETE FROM vectors WHERE (model, text_hash) IN (SELECT model, text_hash"
-                    " FROM vectors ORDER BY used LIMIT ?)",
-                    (max(1, rows // 10),),
-                )
+                for table in ("vectors", "uses"):
+                    db.executemany(f"DELETE FROM {table} WHERE model=? AND text_hash=?", victims)
 
     def count(self, model: str | None = None) -> int:
         with self._lock:
@@ -153,6 +201,7 @@ class EmbeddingCache:
             return int(row[0])
 
     def close(self) -> None:
+        self.flush()
         with self._lock:
             if self._db is not None:
                 self._db.close()

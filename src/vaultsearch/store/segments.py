@@ -35,8 +35,17 @@ mismatch"): a hybrid search maps segments on its keyword thread and its own."""
 
 LIST_VERSION = 1
 SEGMENTS_FOLDER = "segments"
-MAX_SEGMENTS = 8
-"""More live segments than this are merged (the smallest neighbours first)."""
+TIER = 4
+"""Neighbouring segments merge this many at a time, and only when the largest is at most
+``TIER`` times the smallest: a merge then at least multiplies by 1.75 the size of the
+segment each of its rows is in, so a row is rewritten a logarithmic number of times
+however the index grew, and like-sized segments do not pile up. Merging whenever more
+than a fixed count were live rewrote the newest large segment at every step of a first
+build: quadratic bytes, and its approximate index built again each time. (Whole tiers,
+floor(log4(rows)), left steps of a build that straddled a tier boundary unmerged.)"""
+MAX_SEGMENTS = 32
+"""More live segments than this (only when segments of unlike sizes alternate, which
+tiers do not merge) are merged the smallest neighbours first."""
 MAX_DEAD = 0.2
 """A segment with more tombstoned rows than this share is rewritten without them."""
 _SUFFIXES = (".ids.npy", ".rows.npy")
@@ -395,11 +404,34 @@ def remove_unlisted(folder: Path, prefix: str, listing: SegmentList) -> None:
             path.unlink(missing_ok=True)
 
 
+def tier(rows: int) -> int:
+    """floor(log_TIER(rows)): about how many times a merge can have rewritten a row."""
+    level = 0
+    while rows >= TIER:
+        rows //= TIER
+        level += 1
+    return level
+
+
 def merge_plan(entries: list[Entry]) -> list[list[int]]:
     """Runs of neighbouring segments to write as one (order kept: a search breaks ties
-    by position, as one flat index did). A run of one is rewritten only when its dead
-    share passed ``MAX_DEAD``; fully dead segments are dropped."""
+    by position, as one flat index did): ``TIER`` neighbours of like size at a time,
+    oldest first, until no such run is left. A run of one is rewritten only when its
+    dead share passed ``MAX_DEAD``; fully dead segments are dropped."""
     groups = [[i] for i, e in enumerate(entries) if e.live > 0]
+    while True:
+        sizes = [sum(entries[i].live for i in g) for g in groups]
+        j = next(
+            (
+                j
+                for j in range(len(groups) - TIER + 1)
+                if max(sizes[j : j + TIER]) <= TIER * min(sizes[j : j + TIER])
+            ),
+            None,
+        )
+        if j is None:
+            break
+        groups[j : j + TIER] = [[i for g in groups[j : j + TIER] for i in g]]
     while len(groups) > MAX_SEGMENTS:
         sizes = [sum(entries[i].live for i in g) for g in groups]
         j = min(range(len(groups) - 1), key=lambda j: sizes[j] + sizes[j + 1])

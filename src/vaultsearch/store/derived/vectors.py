@@ -2,8 +2,8 @@
 embedding store, in immutable segments (``store/segments.py``).
 
 An update tombstones the rows of removed chunks in the list and writes the added rows
-as one new segment; past ``MAX_SEGMENTS`` segments or ``MAX_DEAD`` dead rows the
-commit merges segments into a new one. Every file it writes is new and in the
+as one new segment; when ``TIER`` neighbours are of like size, or past ``MAX_DEAD``
+dead rows, the commit merges segments into a new one. Every file it writes is new and in the
 unpublished generation, so a kill at any point leaves the published one whole.
 
 The sentence index (``sentences.py``) is this class with several rows per chunk: it
@@ -173,12 +173,21 @@ class VectorPart:
         if self.supply.cache is not None and (rest := [h for h in need if h not in found]):
             found.update(self.supply.cache.get(key, rest))
         lost = np.zeros(len(ids), dtype=bool)
+        width = 4 * self.settings.dimension
+        good: list[int] = []
         for i in np.flatnonzero(todo):
             blob = found.get(hashes[i])
-            if blob is None or len(blob) != 4 * self.settings.dimension:
+            if blob is None or len(blob) != width:
                 lost[i] = True
-                continue
-            out[i] = self._stored(np.frombuffer(blob, dtype=np.float32))[0]
+            else:
+                good.append(int(i))
+        # a block at a time, not row by row (126 of 861 profiled seconds of a 45k-chunk
+        # build): each row's bytes are the same either way
+        for start in range(0, len(good), 65536):
+            block = good[start : start + 65536]
+            blobs = b"".join(found[hashes[i]] for i in block)
+            rows = np.frombuffer(blobs, dtype=np.float32).reshape(len(block), -1)
+            out[block] = self._stored(rows)
         return ids, out, lost
 
     def _chunk_of(self, row_ids: np.ndarray) -> np.ndarray:
