@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from vaultsearch.config import Config
-from vaultsearch.errors import IndexMissingError
 from vaultsearch.search.snapshot import Snapshot, read_generation_state
 from vaultsearch.store.catalog import Catalog
 from vaultsearch.store.derived import DERIVED
