@@ -11,7 +11,10 @@ const STATE_LABELS = {
 };
 const POLL_MS = 1000;
 // What the index holds, as /status (and every other surface) counts it: store/counts.py
-const COUNT_KEYS = ["notes", "chunks", "sentences", "links", "resolved_links", "broken_links"];
+const COUNT_KEYS = [
+  "notes", "chunks", "sentences", "notes_awaiting_sentences", "links", "resolved_links",
+  "broken_links",
+];
 const $ = (id) => document.getElementById(id);
 
 // A server bound beyond loopback wants its bearer token: open the page as
@@ -129,7 +132,7 @@ function renderStatus(s) {
   $("files-failed").textContent = f.failed ?? "–";
   $("pending").textContent = s.pending_changes ?? "–";
   for (const key of COUNT_KEYS) {
-    $("count-" + key.replace("_", "-")).textContent = s[key] ?? "–";
+    $("count-" + key.replaceAll("_", "-")).textContent = s[key] ?? "–";
   }
   $("last-indexed").textContent = s.last_indexed || "never";
   $("reasons").replaceChildren(...(s.reasons || []).map((r) => el("li", r)));
