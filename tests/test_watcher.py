@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import HANG_GUARD, write_files
 from tests.conftest import embeddings as cached_embeddings
-from tests.conftest import write_files
 from vaultsearch import Vault
 from vaultsearch.app.live import LiveIndex, LiveState
 from vaultsearch.app.watcher import Watcher, attach_watcher
@@ -25,8 +25,6 @@ from vaultsearch.indexing.scan import IgnoreRules, scan_vault
 from vaultsearch.parsers import DEFAULT_PARSER_MAP, ParserRegistry
 
 DEBOUNCE_MS = 100
-HANG_GUARD = 300.0
-"""Far above what any wait here needs: a starved first build took over 20 s at load 14."""
 
 
 def note(title: str, body: str) -> str:
@@ -344,7 +342,7 @@ def test_a_watch_limit_is_one_clear_error(tmp_path: Path) -> None:
         [sys.executable, "-c", script, str(tmp_path / "vault"), str(tmp_path / "index")],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_GUARD,
     )
     assert run.returncode == 3, run.stderr
     assert "a limit on file watching" in run.stdout and "max_user_watches" in run.stdout
