@@ -44,8 +44,12 @@ demo: setup-demo
 index: setup
 	$(BIN)/vaultsearch index docs --index-dir index --config config.toml.example
 
+# Two workers, each taking whole test files (module fixtures are built once): the tests
+# isolate their folders, ports, caches and environment, so the two never meet.
+PYTEST_WORKERS ?= 2
+
 test: setup check browser
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 
 # The browser test drives the Index Console in the distribution's headless Chromium: installed
 # here when this runs as root with apt-get; elsewhere the test is skipped and says how.

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import HANG_GUARD
+
 INSTALL = (
     "install Chromium and its driver (Debian/Ubuntu: apt-get install chromium chromium-driver) "
     "and selenium (pip install selenium)"
@@ -77,7 +79,7 @@ def served(root: Path, index_dir: Path, *extra: str) -> Iterator[str]:
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
-            proc.wait(timeout=30)
+            proc.wait(timeout=HANG_GUARD)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()

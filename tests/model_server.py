@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from tests.conftest import HANG_GUARD
 from vaultsearch.config import EmbeddingConfig
 from vaultsearch.embedding import Embedder
 
@@ -153,7 +154,7 @@ def _handler(model: ModelServer) -> type[BaseHTTPRequestHandler]:
                 return self._send(401, b'{"error": {"message": "invalid api key"}}')
             failure = model._failing()
             if failure == "hang":
-                model._release.wait(120)
+                model._release.wait(HANG_GUARD)
                 return None
             if failure in ("401", "429", "503"):
                 retry = {"Retry-After": "0"} if failure == "429" else None

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import HANG_GUARD
+
 
 class RawSession:
     """``vaultsearch mcp`` over stdio, initialised; ``close`` returns its stderr."""
@@ -76,5 +78,5 @@ class RawSession:
     def close(self) -> str:
         assert self.proc.stdin is not None and self.proc.stderr is not None
         self.proc.stdin.close()
-        self.proc.wait(60)
+        self.proc.wait(HANG_GUARD)
         return self.proc.stderr.read().decode("utf-8", "replace")

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import write_files
+from tests.conftest import HANG_GUARD, write_files
 from tests.test_mcp_economy import FILES
 from vaultsearch import Vault
 from vaultsearch.app.browse import Browser
@@ -40,7 +40,7 @@ def shared(indexed: tuple[Path, Path]) -> list[str]:
 
 def spawn(shared: list[str], *args: str) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-m", "vaultsearch.cli", *args, *shared]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=HANG_GUARD)
 
 
 @pytest.fixture

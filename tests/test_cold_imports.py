@@ -15,7 +15,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.conftest import write_files
+from tests.conftest import HANG_GUARD, write_files
 from vaultsearch import Vault
 
 RUNTIMES = {
@@ -62,7 +62,7 @@ print(json.dumps({"code": code, "modules": sorted({m.split('.')[0] for m in sys.
 
 def imported(*argv: str) -> tuple[int, set[str]]:
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, timeout=HANG_GUARD
     )
     report = json.loads(done.stderr.strip().splitlines()[-1])
     return report["code"], set(report["modules"])
@@ -112,7 +112,9 @@ def test_the_stdio_pipe_answers_initialize_without_the_sdk() -> None:
     """``vaultsearch mcp`` claims stdio and answers ``initialize`` with only these loaded:
     the SDK (pydantic models), the index stack and the runtime come after."""
     probe = "import json, sys, vaultsearch.cli, vaultsearch.server.mcp.pipe; print(json.dumps(list(sys.modules)))"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=HANG_GUARD
+    )
     modules = {m.split(".")[0] for m in json.loads(done.stdout)}
     heavy = (
         {"mcp", "mcp_types", "pydantic", "anyio", "tree_sitter", "yaml"} | RUNTIMES | INDEX_STACK
@@ -152,7 +154,9 @@ def test_idle_stdio_server_after_a_session_loads_only_what_it_used(indexed: Path
         argv = ["-c", SERVER_PROBE, str(out), "mcp", str(indexed), "--no-watch"]
         params = StdioServerParameters(command=sys.executable, args=argv, env=dict(os.environ))
         with open(os.devnull, "w") as quiet:
-            async with Client(stdio_client(params, errlog=quiet), read_timeout_seconds=120) as c:
+            async with Client(
+                stdio_client(params, errlog=quiet), read_timeout_seconds=HANG_GUARD
+            ) as c:
                 for args in ({"query": "owls at night"}, {"query": "owls", "mode": "keyword"}):
                     found = await c.call_tool("search", args)
                     assert not found.is_error and (found.structured_content or {})["hits"]
@@ -164,7 +168,7 @@ def test_idle_stdio_server_after_a_session_loads_only_what_it_used(indexed: Path
                     assert not answer.is_error, answer.content
                     assert "a.md" in json.dumps(answer.structured_content)
                 os.kill(int(Path(f"{out}.pid").read_text()), signal.SIGUSR1)
-                with anyio.fail_after(60):
+                with anyio.fail_after(HANG_GUARD):
                     while not out.is_file():
                         await anyio.sleep(0.05)
                     await c.call_tool("index_status", {})  # still serving after the report

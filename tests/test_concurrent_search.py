@@ -5,7 +5,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from tests.conftest import bump_mtime, write_files
+from tests.conftest import HANG_GUARD, bump_mtime, write_files
 from vaultsearch import Vault
 
 
@@ -31,7 +31,7 @@ def test_threads_search_while_the_index_changes(tmp_path: Path, embedder: object
             note.write_text(f"# Note {round_}\n\nriver stone edited {round_}\n")
             bump_mtime(note)
             vault.index()
-        results = [f.result(timeout=120) for f in futures]
+        results = [f.result(timeout=HANG_GUARD) for f in futures]
     assert all(r > 0 for r in results)
     assert reader.search("edited", mode="keyword", top_k=10)
 

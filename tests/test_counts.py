@@ -21,7 +21,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from tests.browser import chromium, missing, served
-from tests.conftest import write_files
+from tests.conftest import HANG_GUARD, write_files
 from tests.test_mcp_stdio import data, server_args
 
 FILES = {
@@ -104,7 +104,7 @@ def test_every_surface_counts_the_same(tmp_path: Path, embedder: object) -> None
     surfaces["MCP index_status text"] = from_line(text)
 
     with served(root, index_dir) as url:
-        rest = httpx.get(url.rstrip("/") + "/status", timeout=120).json()
+        rest = httpx.get(url.rstrip("/") + "/status", timeout=HANG_GUARD).json()
     surfaces["REST /status"] = {k: rest[k] for k in KEYS}
 
     expected = surfaces["status --json"]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import embeddings, write_files
+from tests.conftest import HANG_GUARD, embeddings, write_files
 from tests.corpus import WORDS
 from tests.test_rest import serve
 from vaultsearch import Vault
@@ -108,7 +108,7 @@ def test_stage_one_is_searchable_and_status_counts_the_stages(
 def _get(url: str) -> str:
     import httpx
 
-    return httpx.get(url, timeout=60).text
+    return httpx.get(url, timeout=HANG_GUARD).text
 
 
 def test_a_build_killed_in_stage_two_resumes_it_embedding_only_what_is_missing(

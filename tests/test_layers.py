@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import HANG_GUARD
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "layers.py"
 
@@ -19,7 +21,7 @@ def run_layers(src: Path) -> subprocess.CompletedProcess[str]:
         [sys.executable, str(SCRIPT), str(src)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG_GUARD,
         check=False,
     )
 

@@ -14,7 +14,7 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from tests.conftest import write_files
+from tests.conftest import HANG_GUARD, write_files
 from tests.test_mcp_stdio import data, server_args
 from tests.test_runner import _HOLD_LOCK, _notes
 
@@ -27,7 +27,7 @@ def _params(root: Path, index_dir: Path) -> StdioServerParameters:
     )
 
 
-async def _status_until(c: Client, done: Any, timeout: float = 120) -> dict[str, Any]:
+async def _status_until(c: Client, done: Any, timeout: float = HANG_GUARD) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         status = data(await c.call_tool("index_status", {}))
@@ -90,7 +90,7 @@ def test_reindex_one_path_and_reload_config(tmp_path: Path, embedder: object) ->
     config = root / ".vaultsearch" / "config.toml"
 
     async def session() -> None:
-        async with Client(_params(root, index_dir), read_timeout_seconds=120) as c:
+        async with Client(_params(root, index_dir), read_timeout_seconds=HANG_GUARD) as c:
             await _status_until(c, lambda s: s["progress"]["state"] == "done")
             (root / "folder" / "n0.md").write_text("# Note 0\n\nHerons fish in the reeds.\n")
             (root / "folder" / "n1.md").write_text("# Note 1\n\nHerons nest in trees.\n")
@@ -148,7 +148,7 @@ def test_reindex_with_progress_does_not_wait_for_another_processes_writer(
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
 
         async def session() -> None:
-            async with Client(_params(root, index_dir), read_timeout_seconds=60) as c:
+            async with Client(_params(root, index_dir), read_timeout_seconds=HANG_GUARD) as c:
                 result = data(await c.call_tool("reindex", {}, progress_callback=_noop))
                 assert result == {"full": False, "started": False, "role": "reader"}
                 cancel = data(await c.call_tool("cancel_index", {}))

@@ -16,7 +16,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.conftest import write_files
+from tests.conftest import HANG_GUARD, write_files
 from tests.test_mcp_http import free_port, http_server
 from tests.test_mcp_stdio import INIT, finish, send, server_args
 from vaultsearch import Vault
@@ -116,7 +116,9 @@ def test_lean_answers_over_stdio(indexed: tuple[Path, Path]) -> None:
 
     async def session() -> None:
         with open(os.devnull, "w") as quiet:
-            async with Client(stdio_client(params, errlog=quiet), read_timeout_seconds=60) as c:
+            async with Client(
+                stdio_client(params, errlog=quiet), read_timeout_seconds=HANG_GUARD
+            ) as c:
 
                 async def ok(name: str, **args: Any) -> dict[str, Any]:
                     r = await c.call_tool(name, args)
@@ -271,7 +273,7 @@ def test_navigation_over_streamable_http(indexed: tuple[Path, Path]) -> None:
     with http_server(args, port) as served:
 
         async def session() -> None:
-            async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=60) as c:
+            async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=HANG_GUARD) as c:
                 got = await c.call_tool("multi_get", {"items": ["work/Budget.md:1:1"]})
                 assert got.structured_content == {
                     "items": [

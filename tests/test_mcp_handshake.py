@@ -23,7 +23,7 @@ from mcp_types.version import (
     MODERN_PROTOCOL_VERSIONS,
 )
 
-from tests.conftest import write_files
+from tests.conftest import HANG_GUARD, write_files
 from vaultsearch.server.mcp import handshake
 from vaultsearch.server.mcp.handshake import HANDSHAKE_VERSIONS, MODERN_VERSIONS, early_answer
 
@@ -49,7 +49,7 @@ def converse(vault: Path, messages: list[dict[str, Any]]) -> tuple[list[dict[str
     proc.stdin.flush()
     answers = [json.loads(proc.stdout.readline()) for m in messages if "id" in m]
     answers.sort(key=lambda a: [str(m.get("id")) for m in messages].index(str(a["id"])))
-    out, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(timeout=HANG_GUARD)
     assert proc.returncode == 0, err.decode()
     assert not out.strip(), out
     return answers, err.decode()
@@ -252,6 +252,8 @@ def test_a_plain_request_is_answered_with_its_id() -> None:
 def test_a_missing_vault_gets_its_error_and_no_handshake(tmp_path: Path) -> None:
     argv = ["-m", "vaultsearch.cli", "mcp", str(tmp_path / "nowhere")]
     line = json.dumps({"jsonrpc": "2.0", **initialize("2025-06-18")}).encode() + b"\n"
-    done = subprocess.run([sys.executable, *argv], input=line, capture_output=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, *argv], input=line, capture_output=True, timeout=HANG_GUARD
+    )
     assert done.returncode == 2 and done.stdout == b""
     assert b"does not exist" in done.stderr

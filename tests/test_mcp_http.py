@@ -15,6 +15,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from tests.conftest import HANG_GUARD
 from tests.test_mcp_stdio import INIT, data, era_of, make_vault, server_args
 
 
@@ -24,7 +25,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_listening(proc: subprocess.Popen[bytes], port: int, timeout: float = 30) -> None:
+def wait_listening(proc: subprocess.Popen[bytes], port: int, timeout: float = HANG_GUARD) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert proc.poll() is None, "the server exited before listening"
@@ -66,7 +67,7 @@ def http_server(args: list[str], port: int, env: dict[str, str] | None = None) -
 
 def _stop(served: Served) -> None:
     served.proc.send_signal(signal.SIGTERM)
-    served.code = served.proc.wait(timeout=20)
+    served.code = served.proc.wait(timeout=HANG_GUARD)
     served.out, served.err = served.proc.communicate()
 
 
@@ -83,7 +84,7 @@ def test_a_session_over_streamable_http(
 
         async def session() -> None:
             url = f"http://127.0.0.1:{port}/mcp"
-            async with Client(url, mode=mode, read_timeout_seconds=60) as c:
+            async with Client(url, mode=mode, read_timeout_seconds=HANG_GUARD) as c:
                 assert c.protocol_version in era_of(mode)
                 hits = data(await c.call_tool("search", {"query": "hornworms", "mode": "keyword"}))
                 assert hits["hits"][0]["path"] == "garden/Tomatoes.md"
@@ -95,7 +96,9 @@ def test_a_session_over_streamable_http(
                 assert escaped.is_error and "outside the vault" in escaped.content[0].text
 
         anyio.run(session)
-        taken = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=60)
+        taken = subprocess.run(
+            [sys.executable, *args], capture_output=True, text=True, timeout=HANG_GUARD
+        )
         assert taken.returncode == 2 and f"Cannot listen on 127.0.0.1:{port}" in taken.stderr
     assert served.code == 0 and served.out == b""
     assert b"Traceback" not in served.err
@@ -129,7 +132,7 @@ def test_beyond_loopback_needs_the_token_and_checks_host_and_origin(
 
         def post(**headers: str) -> int:
             return httpx2.post(
-                url, json=INIT, headers={**accept, **headers}, timeout=30
+                url, json=INIT, headers={**accept, **headers}, timeout=HANG_GUARD
             ).status_code
 
         assert post() == 401
@@ -179,12 +182,12 @@ def test_host_and_origin_must_name_this_server_exactly_and_bodies_are_bounded(
 
         def mcp(**headers: str) -> int:
             return httpx2.post(
-                f"{base}/mcp", json=INIT, headers={**accept, **headers}, timeout=30
+                f"{base}/mcp", json=INIT, headers={**accept, **headers}, timeout=HANG_GUARD
             ).status_code
 
         def rest(**headers: str) -> int:
             return httpx2.post(
-                f"{base}/cancel-indexing", json={}, headers=headers, timeout=30
+                f"{base}/cancel-indexing", json={}, headers=headers, timeout=HANG_GUARD
             ).status_code
 
         for ask in (mcp, rest):
@@ -205,25 +208,29 @@ def test_host_and_origin_must_name_this_server_exactly_and_bodies_are_bounded(
         deep = b'{"jsonrpc": "2.0", "id": 41, "method": "tools/call", "params": {"name": "search", '
         deep += b'"arguments": {"query": ' + b"[" * 5000 + b"]" * 5000 + b"}}}"
         headers = {**accept, "content-type": "application/json"}
-        r = httpx2.post(f"{base}/mcp", content=deep, headers=headers, timeout=30)
+        r = httpx2.post(f"{base}/mcp", content=deep, headers=headers, timeout=HANG_GUARD)
         assert r.status_code == 400 and r.json()["id"] == 41
         assert (
             r.json()["error"]["code"] == -32700 and "deeper than 64" in r.json()["error"]["message"]
         )
         huge = b'{"jsonrpc": "2.0", "id": 42, "x": "' + b"a" * (5 * 1024 * 1024) + b'"}'
-        r = httpx2.post(f"{base}/mcp", content=huge, headers=headers, timeout=30)
+        r = httpx2.post(f"{base}/mcp", content=huge, headers=headers, timeout=HANG_GUARD)
         assert r.status_code == 413 and r.json()["error"]["code"] == -32600
         assert r.json()["id"] is None  # refused from Content-Length alone: nothing was read
         chunks = iter([huge[:100_000], huge[100_000:]])  # no Content-Length: read to the limit
-        r = httpx2.post(f"{base}/mcp", content=chunks, headers=headers, timeout=30)
+        r = httpx2.post(f"{base}/mcp", content=chunks, headers=headers, timeout=HANG_GUARD)
         assert r.status_code == 413 and r.json()["id"] == 42
-        r = httpx2.post(f"{base}/query_documents", content=deep, headers=headers, timeout=30)
+        r = httpx2.post(
+            f"{base}/query_documents", content=deep, headers=headers, timeout=HANG_GUARD
+        )
         assert r.status_code == 400 and "deeper than 64" in r.json()["error"]
-        r = httpx2.post(f"{base}/query_documents", content=huge, headers=headers, timeout=30)
+        r = httpx2.post(
+            f"{base}/query_documents", content=huge, headers=headers, timeout=HANG_GUARD
+        )
         assert r.status_code == 413 and "over the limit" in r.json()["error"]
 
         async def session() -> None:
-            async with Client(f"{base}/mcp", read_timeout_seconds=60) as c:
+            async with Client(f"{base}/mcp", read_timeout_seconds=HANG_GUARD) as c:
                 hits = data(await c.call_tool("search", {"query": "hornworms", "mode": "keyword"}))
                 assert hits["hits"][0]["path"] == "garden/Tomatoes.md"
 

@@ -15,7 +15,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.conftest import write_files
+from tests.conftest import HANG_GUARD, write_files
 from tests.pdfs import make_pdf
 from tests.test_sources import make_repo, push_change
 from vaultsearch import Vault
@@ -51,8 +51,8 @@ def data(result: Any) -> dict[str, Any]:
 
 
 async def until_found(c: Client, word: str) -> bool:
-    """Whether a keyword search scoped to sorter.py finds ``word`` within 60 s."""
-    deadline = time.monotonic() + 60
+    """Whether a keyword search scoped to sorter.py finds ``word`` (a hang guard bounds it)."""
+    deadline = time.monotonic() + HANG_GUARD
     while time.monotonic() < deadline:
         args = {"query": word, "mode": "keyword", "files": ["sorter.py"]}
         hits = data(await c.call_tool("search", args))["hits"]
@@ -67,8 +67,8 @@ async def _noop(progress: float, total: float | None, message: str | None) -> No
 
 
 async def until_done(c: Client) -> None:
-    """Wait (up to 60 s, a hang guard) until no index run is going or asked for."""
-    deadline = time.monotonic() + 60
+    """Wait (a hang guard bounds it) until no index run is going or asked for."""
+    deadline = time.monotonic() + HANG_GUARD
     while time.monotonic() < deadline:
         progress = data(await c.call_tool("index_status", {}))["progress"]
         if progress["state"] == "done":
@@ -85,7 +85,9 @@ def test_source_tools_in_one_session(served: dict[str, Path], tmp_path: Path) ->
 
     async def session() -> None:
         with (tmp_path / "stderr.log").open("w") as err:
-            async with Client(stdio_client(params, errlog=err), read_timeout_seconds=60) as c:
+            async with Client(
+                stdio_client(params, errlog=err), read_timeout_seconds=HANG_GUARD
+            ) as c:
                 listed = await c.list_tools()
                 tools = {t.name: t for t in listed.tools}
                 for name in ("list_sources", "read_source", "reindex_target"):
@@ -182,7 +184,7 @@ def test_passages_of_a_pdf_and_of_a_source_file_can_be_cited(
     )
 
     async def session() -> None:
-        async with Client(params, read_timeout_seconds=60) as c:
+        async with Client(params, read_timeout_seconds=HANG_GUARD) as c:
             found = data(
                 await c.call_tool(
                     "search", {"query": "cherry sorter", "mode": "keyword", "full_text": True}
@@ -230,7 +232,7 @@ def test_a_hostile_branch_is_refused_over_mcp_and_never_runs(
     )
 
     async def session() -> None:
-        async with Client(params, mode="legacy", read_timeout_seconds=60) as c:
+        async with Client(params, mode="legacy", read_timeout_seconds=HANG_GUARD) as c:
             listed = data(await c.call_tool("list_sources", {}))["sources"]  # config is read
             assert {r["name"]: r.get("branch") for r in listed}["lib"] == "main"
             managed.write_text(

@@ -16,6 +16,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from tests.conftest import HANG_GUARD
 from tests.test_mcp_http import free_port, http_server
 from tests.test_mcp_stdio import data, make_vault, server_args
 
@@ -51,7 +52,7 @@ def test_by_default_sessions_and_templates_but_no_write_tools(
     root, index_dir = readonly_vault
 
     async def session() -> None:
-        async with Client(stdio(root, index_dir), read_timeout_seconds=60) as c:
+        async with Client(stdio(root, index_dir), read_timeout_seconds=HANG_GUARD) as c:
             tools = {t.name: t for t in (await c.list_tools()).tools}
             assert set(tools) >= READ_TOOLS and not WRITE_TOOLS & set(tools)
             for name in READ_TOOLS:
@@ -111,7 +112,9 @@ def test_an_agent_searches_twice_and_writes_a_cited_report(
     root, index_dir = fresh_vault
 
     async def session() -> None:
-        async with Client(stdio(root, index_dir, "--allow-writes"), read_timeout_seconds=120) as c:
+        async with Client(
+            stdio(root, index_dir, "--allow-writes"), read_timeout_seconds=HANG_GUARD
+        ) as c:
             tools = {t.name: t for t in (await c.list_tools()).tools}
             assert set(tools) >= WRITE_TOOLS
             assert all(len(tools[n].description or "") <= 250 for n in WRITE_TOOLS)
@@ -229,7 +232,7 @@ def test_every_write_is_in_the_files_and_in_search_when_it_returns(
         env = {**os.environ, "VAULTSEARCH_MCP_LOG": str(log)}
         params = stdio(root, index_dir, "--allow-writes")
         params = StdioServerParameters(command=params.command, args=params.args, env=env)
-        async with Client(params, read_timeout_seconds=120) as c:
+        async with Client(params, read_timeout_seconds=HANG_GUARD) as c:
 
             async def call(name: str, **args: Any) -> dict[str, Any]:
                 return data(await c.call_tool(name, args))
@@ -382,7 +385,7 @@ def test_writes_enabled_in_the_config_over_http(fresh_vault: tuple[Path, Path]) 
     with http_server(args, port) as served:
 
         async def session() -> None:
-            async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=120) as c:
+            async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=HANG_GUARD) as c:
                 assert {t.name for t in (await c.list_tools()).tools} >= WRITE_TOOLS
                 up = data(
                     await c.call_tool(

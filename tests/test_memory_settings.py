@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from tests.conftest import HANG_GUARD
+
 PROBE = """
 import json, sys
 from vaultsearch._memory import tune_allocator
@@ -34,7 +36,7 @@ print(json.dumps({"applied": applied, "kept_mb": rss_mb() - base}))
 
 def run(mode: str) -> dict[str, float]:
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, mode], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", PROBE, mode], capture_output=True, text=True, timeout=HANG_GUARD
     )
     assert done.returncode == 0, done.stderr
     out: dict[str, float] = json.loads(done.stdout)

@@ -31,6 +31,7 @@ import grpc
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from tests.conftest import HANG_GUARD
 from tests.test_mcp_http import free_port, http_server
 from tests.test_milvus import NOTES, PREFIX, SRC, _cli, _write
 from vaultsearch import Vault
@@ -274,7 +275,7 @@ def test_mcp_over_a_store_on_streamable_http_reads_and_refuses_writes(
                 assert write.is_error and "only reads the Milvus store" in _text(write)
 
         anyio.run(session)
-        page = httpx.get(f"http://127.0.0.1:{port}/", timeout=30)
+        page = httpx.get(f"http://127.0.0.1:{port}/", timeout=HANG_GUARD)
         assert page.status_code == 404  # no vault behind it, so no Index Console page
     assert served.code == 0 and b"Traceback" not in served.err
     assert f'"url": "http://127.0.0.1:{port}/mcp"'.encode() in served.err
@@ -304,7 +305,7 @@ def test_serve_names_the_store_and_never_its_token(tmp_path: Path, embedder: Emb
             page = c.get("/").text + c.get("/assets/app.js").text
     finally:
         serve.terminate()
-        serve.wait(timeout=60)
+        serve.wait(timeout=HANG_GUARD)
     assert status.status_code == 200, status.text
     assert status.json()["store"] == {
         "backend": "milvus", "uri": str(store), "collection": "team", "token": "(set)",

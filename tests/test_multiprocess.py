@@ -96,6 +96,17 @@ def wait_until(check: Callable[[], bool], timeout: float = HANG_GUARD) -> bool:
     return check()
 
 
+def put(root: Path, rel: str, body: str) -> None:
+    """Writes a note whole in one rename, as editors save: written in place, it is
+    empty for a moment, and a starved test may let a watcher index it then, embedding
+    text that no version holds (rightly: it was the file's content)."""
+    target = root / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = root.parent / "staging.tmp"
+    staging.write_text(body, encoding="utf-8")
+    os.replace(staging, target)
+
+
 def file_states(index_dir: Path) -> dict[str, str]:
     catalog = live_catalog(index_dir)
     try:
@@ -149,13 +160,13 @@ class Setup:
 
     def stop(self, proc: subprocess.Popen[bytes]) -> int:
         proc.send_signal(signal.SIGTERM)
-        return proc.wait(30)
+        return proc.wait(HANG_GUARD)
 
     def close(self) -> None:
         for proc in self.procs:
             if proc.poll() is None:
                 proc.kill()
-                proc.wait(10)
+                proc.wait(HANG_GUARD)
 
 
 @pytest.fixture
@@ -191,11 +202,11 @@ def test_two_writers_and_a_reader(setup: Setup) -> None:
             op = rng.choice(["edit", "edit", "move", "delete"])
             if i not in present:
                 paths[i], versions[i] = f"back/note {i:02d}.md", rng.randrange(VERSIONS)
-                write_files(setup.root, {paths[i]: text(i, versions[i])})
+                put(setup.root, paths[i], text(i, versions[i]))
                 present.add(i)
             elif op == "edit":
                 versions[i] = (versions[i] + rng.randrange(1, VERSIONS)) % VERSIONS
-                (setup.root / paths[i]).write_text(text(i, versions[i]), encoding="utf-8")
+                put(setup.root, paths[i], text(i, versions[i]))
             elif op == "move":
                 new = f"moved{rng.randrange(3)}/note {i:02d}.md"
                 (setup.root / new).parent.mkdir(exist_ok=True)
@@ -253,8 +264,8 @@ def test_a_reader_takes_over_when_the_writer_dies(setup: Setup) -> None:
     assert wait_until(lambda: "reader:" in setup.log(survivor)), setup.log(survivor)
 
     writer.kill()
-    writer.wait(10)
-    (setup.root / "notes" / "note 03.md").write_text(text(3, 1), encoding="utf-8")
+    writer.wait(HANG_GUARD)
+    put(setup.root, "notes/note 03.md", text(3, 1))
 
     def indexed() -> bool:
         return file_states(setup.index_dir).get("notes/note 03.md") == digest(3, 1)

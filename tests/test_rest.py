@@ -20,7 +20,7 @@ import httpx
 import pytest
 import uvicorn
 
-from tests.conftest import write_files
+from tests.conftest import HANG_GUARD, write_files
 from tests.test_runner import _HOLD_LOCK
 from vaultsearch.app.vault import Vault
 from vaultsearch.config import AnswerConfig, Config, ServerConfig, config_from_dict
@@ -52,7 +52,7 @@ class Served:
     root: Path
 
     def client(self, **kw: Any) -> httpx.Client:
-        return httpx.Client(base_url=self.url, timeout=60, **kw)
+        return httpx.Client(base_url=self.url, timeout=HANG_GUARD, **kw)
 
 
 def _free_port() -> int:
@@ -90,7 +90,8 @@ def served(tmp_path_factory: pytest.TempPathFactory, embedder: object) -> Iterat
 
 
 def _wait_idle(client: httpx.Client) -> dict[str, Any]:
-    for _ in range(600):
+    deadline = time.monotonic() + HANG_GUARD
+    while time.monotonic() < deadline:
         body = client.get("/progress").json()
         if body["state"] not in ("running", "cancelling"):
             return body
@@ -106,7 +107,7 @@ def _held_at_start(ctx: ControlContext) -> Iterator[threading.Event]:
 
     def hold(event: str, snap: RunSnapshot) -> None:
         if event == "started":
-            release.wait(30)
+            release.wait(HANG_GUARD)
 
     unsubscribe = ctx.runner.subscribe(hold)
     try:
@@ -352,7 +353,7 @@ def _with_endpoint(served: Served, endpoint: str) -> ControlContext:
 
 def test_a_configured_endpoint_writes_the_answer(served: Served, chat_endpoint: str) -> None:
     ctx = _with_endpoint(served, chat_endpoint)
-    with serve(rest_app(ctx)) as url, httpx.Client(base_url=url, timeout=60) as c:
+    with serve(rest_app(ctx)) as url, httpx.Client(base_url=url, timeout=HANG_GUARD) as c:
         body = c.post("/query_documents", json={"query": "owls hunting", "top_k": 2}).json()
     ctx.vault.close()
     assert body["answer"] == f"It is in {body['hits'][0]['path']} [1]."
@@ -371,7 +372,7 @@ def test_a_failing_endpoint_falls_back_to_the_extractive_answer(
 ) -> None:
     _ChatEndpoint.status = 500
     ctx = _with_endpoint(served, chat_endpoint)
-    with serve(rest_app(ctx)) as url, httpx.Client(base_url=url, timeout=60) as c:
+    with serve(rest_app(ctx)) as url, httpx.Client(base_url=url, timeout=HANG_GUARD) as c:
         body = c.post("/query_documents", json={"query": "what do owls hunt at night"}).json()
         log = c.get("/activity").json()["entries"]
     ctx.vault.close()
@@ -383,7 +384,9 @@ def raw_exchange(url: str, head: bytes, body_parts: list[bytes]) -> tuple[int, d
     """Send a request's head and only ``body_parts`` of its body on a bare socket, then
     read the answer: the server must answer without waiting for the rest."""
     parts = urlsplit(url)
-    with socket.create_connection((parts.hostname, parts.port), timeout=60) as s:  # hang guard
+    with socket.create_connection(
+        (parts.hostname, parts.port), timeout=HANG_GUARD
+    ) as s:  # hang guard
         s.sendall(head + b"\r\n\r\n")
         for part in body_parts:
             s.sendall(part)

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from tests.conftest import WriteVault, embeddings, live_catalog
+from tests.conftest import HANG_GUARD, WriteVault, embeddings, live_catalog
 from vaultsearch.app.vault import Vault
 from vaultsearch.errors import IndexBusyError
 from vaultsearch.indexing.runner import RunSnapshot, progress_log
@@ -124,7 +124,7 @@ def test_a_second_start_is_refused_while_one_runs(
     with Vault.open(root) as vault:
         runner = vault.runner()
         release = threading.Event()
-        runner.subscribe(lambda e, s: release.wait(30) if e == "started" else None)
+        runner.subscribe(lambda e, s: release.wait(HANG_GUARD) if e == "started" else None)
         assert not vault.indexing_now
         runner.start("rebuild")
         try:
@@ -135,7 +135,7 @@ def test_a_second_start_is_refused_while_one_runs(
                 runner.run("update", wait=False)
         finally:
             release.set()
-        assert runner.wait(60)
+        assert runner.wait(HANG_GUARD)
         assert runner.snapshot().state == "done" and not vault.indexing_now
 
 
@@ -160,7 +160,7 @@ def test_a_writer_in_another_process_refuses_a_start(
             holder.kill()
             holder.wait()
         vault.runner().start("update")
-        assert vault.runner().wait(60) and vault.runner().snapshot().state == "done"
+        assert vault.runner().wait(HANG_GUARD) and vault.runner().snapshot().state == "done"
         assert not vault.manager().lock.held  # the run gave back the lock it took
 
 
@@ -171,5 +171,5 @@ from vaultsearch.store.lock import WriterLock
 lock = WriterLock(Path(sys.argv[1]))
 assert lock.acquire()
 print("held", flush=True)
-time.sleep(120)
+time.sleep(3600)  # killed by the test; never gone while it needs the lock held
 """

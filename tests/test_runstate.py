@@ -29,12 +29,12 @@ HANG_GUARD = 300.0
 
 
 def progress(url: str) -> dict[str, Any]:
-    body: dict[str, Any] = httpx.get(url.rstrip("/") + "/progress", timeout=60).json()
+    body: dict[str, Any] = httpx.get(url.rstrip("/") + "/progress", timeout=HANG_GUARD).json()
     return body
 
 
 def status(url: str) -> dict[str, Any]:
-    body: dict[str, Any] = httpx.get(url.rstrip("/") + "/status", timeout=120).json()
+    body: dict[str, Any] = httpx.get(url.rstrip("/") + "/status", timeout=HANG_GUARD).json()
     return body
 
 

@@ -466,7 +466,7 @@ def test_remove_waits_for_no_other_writer(tmp_path: Path) -> None:
             "-c",
             "import sys, time; from pathlib import Path; from vaultsearch.store.lock import "
             "WriterLock; lock = WriterLock(Path(sys.argv[1])); assert lock.acquire(); "
-            "print('held', flush=True); time.sleep(60)",
+            "print('held', flush=True); time.sleep(3600)",
             str(vault / ".vaultsearch" / "writer.lock"),
         ],
         stdout=subprocess.PIPE,

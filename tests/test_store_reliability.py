@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import embeddings, write_files
+from tests.conftest import HANG_GUARD, embeddings, write_files
 from tests.corpus import WORDS
 from vaultsearch import Vault
 from vaultsearch.cli.main import main
@@ -652,7 +652,9 @@ def test_the_mcp_search_tool_says_its_answer_is_degraded(indexed: tuple[Path, Pa
     params = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ))
 
     async def session() -> None:
-        async with Client(stdio_client(params), mode="legacy", read_timeout_seconds=120) as c:
+        async with Client(
+            stdio_client(params), mode="legacy", read_timeout_seconds=HANG_GUARD
+        ) as c:
             hybrid = await c.call_tool("search", {"query": "glacier"})
             assert not hybrid.is_error
             data = hybrid.structured_content

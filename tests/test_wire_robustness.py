@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import HANG_GUARD
 from tests.hostile_files import write_normal_notes
 from vaultsearch import Vault
 from vaultsearch.server.jsonlimits import MAX_DEPTH
@@ -92,7 +93,9 @@ def test_cli_takes_query_bytes_that_are_not_utf8(small_vault: tuple[Path, Path])
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
     cmd: list[str | bytes] = [sys.executable, "-m", "vaultsearch.cli", "search"]
     cmd += ["--vault", str(root), "--index-dir", str(index_dir), "--mode", "hybrid", "--json"]
-    done = subprocess.run([*cmd, b"plums caf\xe9 \xff"], capture_output=True, env=env, timeout=120)
+    done = subprocess.run(
+        [*cmd, b"plums caf\xe9 \xff"], capture_output=True, env=env, timeout=HANG_GUARD
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)[0]["path"] == "alpha.md"
 
@@ -159,7 +162,7 @@ def test_stdio_server_answers_malformed_lines_and_keeps_serving(
         }
     finally:
         proc.stdin.close()
-        proc.wait(60)
+        proc.wait(HANG_GUARD)
     assert b"Traceback" not in (proc.stderr.read() if proc.stderr else b"")
 
 
@@ -257,7 +260,7 @@ def test_fifty_hostile_lines_never_deafen_the_stdio_server(
         assert answer["result"]["structuredContent"]["hits"][0]["path"] == "alpha.md"
     finally:
         proc.stdin.close()
-        proc.wait(60)
+        proc.wait(HANG_GUARD)
     assert b"Traceback" not in (proc.stderr.read() if proc.stderr else b"")
 
 

@@ -17,6 +17,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from tests.conftest import HANG_GUARD
 from tests.test_mcp_stdio import make_vault, server_args
 from vaultsearch.errors import PathOutsideVaultError, QueryError, VaultsearchError
 from vaultsearch.reports.report import write_report
@@ -215,7 +216,7 @@ def test_writes_and_a_folder_swapping_process_race_and_nothing_lands_outside(
                 refused += 1
     finally:
         stop.set()
-        thread.join(timeout=60)
+        thread.join(timeout=HANG_GUARD)
     assert files_under(decoy) == []
     inside = {Path(p).name for p in files_under(root)}
     assert set(created) <= inside
@@ -243,7 +244,7 @@ def test_a_server_with_writes_refuses_in_one_sentence_and_sweeps_old_temps(
     async def session() -> None:
         with errlog.open("w") as err:
             transport = stdio_client(params, errlog=err)
-            async with Client(transport, mode="legacy", read_timeout_seconds=120) as c:
+            async with Client(transport, mode="legacy", read_timeout_seconds=HANG_GUARD) as c:
                 for name, tool, arguments in [
                     ("git hook", "write_note", {"path": "gitlink/hooks/post-checkout",
                                                 "content": "x"}),
