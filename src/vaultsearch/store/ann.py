@@ -34,14 +34,15 @@ CODE_BYTES = 96
 neighbour ids the file holds about 247 bytes a row where HNSW32 over 8-bit codes held
 656, which took a 200k-chunk index past 4 KB a chunk. bench/ann_candidates.py on 56,798
 rows: 64-byte codes (215 bytes a row) stayed under recall@10 0.95 even re-scoring 16
-candidates a result (0.944); 96-byte codes reach 0.9545 re-scoring 4."""
+candidates a result (0.944); 96-byte codes reach 0.9566 re-scoring 8 (0.9545 with 4,
+but semantic nDCG@10 then fell 0.0063 below flat's; with 8, 0.0028)."""
 PQ_MIN_ROWS = 9_984
 """FAISS trains each of PQ's 256 centroids from 39 rows or more; a smaller segment (a
 low ``ann_threshold``) gets 8-bit scalar codes under the same graph instead."""
 BUILD_DEPTH = 40
 SEARCH_DEPTH = 128
 """efSearch, or the candidates asked for when they are more."""
-OVERSAMPLE = 4
+OVERSAMPLE = 8
 """Candidates asked for per result wanted, re-scored exactly: coarse codes misorder
 near neighbours, the float16 rows put them back in order."""
 MIN_SELECTED = 0.5
