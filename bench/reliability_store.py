@@ -6,6 +6,15 @@ a full disk, a read-only mount and a second user. One command:
 Everything runs on a generated vault of 300 notes with the real model, real CLI
 processes and real SIGKILLs; results go to docs/benchmarks.md ("Reliability: the
 store"). Needs root for the tmpfs and bind mounts; those cases say why when skipped.
+
+Segments and compaction are in every case: the index is built with a small
+``index.ann_threshold`` (``--ann-threshold``, set through the environment), so merged
+vector segments carry an HNSW file; a reader follows a writer through many small
+edits, and since every edit adds a segment, once ``MAX_SEGMENTS`` are live every edit
+merges (no setting lowers the constants: enough edits reach them); kills land inside
+a merge at named points (a SIGKILL the writer sends itself there) and at random moments;
+and the damage cases run over the index those edits left (tombstones, merged segments,
+HNSW files, the catalog's WAL).
 """
 
 from __future__ import annotations
@@ -39,19 +48,20 @@ from tests.corpus import WORDS
 from vaultsearch import Vault
 from vaultsearch.cli.main import main as cli_main
 from vaultsearch.config import Config
-from vaultsearch.store.catalog import open_catalog_for_reading
 from vaultsearch.store.derived import DERIVED
 from vaultsearch.store.embedcache import CACHE_ENV, EmbeddingCache, default_cache_dir
-from vaultsearch.store.generations import hold_current
+from vaultsearch.store.generations import hold_published
 from vaultsearch.store.layout import IndexLayout
+from vaultsearch.store.segments import MAX_SEGMENTS, read_list
 from vaultsearch.store.verify import settings_of
 
 QUERIES = ["river", "mountain forest", "copper lantern", "falcon", "saffron orchard",
            "glacier valley", "thunder", "marble violin", "willow harbor", "note 0042"]  # fmt: skip
 DAMAGES = ("delete", "truncate", "randomise", "bitflip")
-ROW_DAMAGES = ("row-text", "row-title")
+ROW_DAMAGES = ("row-text", "row-title", "row-link")
 """Damage to the catalog only, inside a stored row, that every read accepts: one letter
-of a chunk's text or of a note's title changes case (a flipped bit that keeps UTF-8).
+of a chunk's text, a note's title or a link's target changes case (a flipped bit that
+keeps UTF-8).
 SQLite checksums no row; the row's own checksum (``store/rowsums.py``) is what finds it.
 The random cases found such damage only when a random byte happened to land there."""
 
@@ -122,14 +132,17 @@ class View:
 
 
 def view(index_dir: Path) -> View | None:
-    """What a reader opening now gets, checked for agreement between every part."""
-    hold = hold_current(IndexLayout(index_dir))
-    if hold is None:
+    """What a reader opening now gets, checked for agreement between every part: the
+    published generation and its catalog in one read transaction, as a search holds
+    them (``hold_published``: after a kill between the catalog commit and the pointer
+    switch, the newer generation)."""
+    held = hold_published(IndexLayout(index_dir))
+    if held is None:
         return None
+    hold, catalog = held
     try:
         generation = hold.generation
         settings = settings_of(generation, Config())
-        catalog = open_catalog_for_reading(generation.catalog)
         try:
             notes = {p: v[1] for p, v in catalog.file_states().items()}
             chunks = set(catalog.chunk_ids())
@@ -214,66 +227,316 @@ def kills(
     return {"rows": rows, "timings": timings, "completed": completed and not final.mixed}  # type: ignore[union-attr]
 
 
-# --- 2. a reader during full rebuilds -------------------------------------------------
-READER = textwrap.dedent(
+# --- 2b. a reader following many small edits, through compactions ----------------------
+EDIT_QUERIES = [(m, q) for q in QUERIES[:5] for m in ("keyword", "semantic", "hybrid")]
+
+EDIT_READER = textwrap.dedent(
     """
     import json, sys
     from pathlib import Path
     from vaultsearch import Vault
-    root, index_dir, expected_file, stop = sys.argv[1:5]
-    expected = json.loads(Path(expected_file).read_text())
-    counts = {"searches": 0, "empty": 0, "partial": 0, "changed": 0, "errors": 0, "generations": set()}
+    root, index_dir, queries_file, stop, out_file = sys.argv[1:6]
+    queries = json.loads(Path(queries_file).read_text())
+    seen, counts = {}, {"searches": 0, "ambiguous": 0, "errors": 0, "error_samples": []}
     vault = Vault.open(root, index_dir=index_dir)
+    orch = vault.orchestrator
     while not Path(stop).exists():
-        for q, want in expected.items():
+        for mode, q in queries:
+            before = orch.snapshot().generation.name
             try:
-                got = [h.path for h in vault.search(q, mode="keyword")]
+                got = [[h.path, h.start_line, round(h.score, 5)] for h in vault.search(q, mode=mode)]
             except Exception as exc:
                 counts["errors"] += 1
+                counts["error_samples"] = (counts["error_samples"] + [repr(exc)[:200]])[:5]
                 continue
             counts["searches"] += 1
-            counts["generations"].add(vault.orchestrator.snapshot().generation.name)
-            if got == want:
+            after = orch.snapshot().generation.name
+            if before != after:  # a publish between: which generation answered is unknown
+                counts["ambiguous"] += 1
                 continue
-            if not got:
-                counts["empty"] += 1
-            elif len(got) < len(want) and set(got) <= set(want):
-                counts["partial"] += 1
-            else:
-                counts["changed"] += 1
-    counts["generations"] = len(counts["generations"])
-    print(json.dumps(counts))
+            by_result = seen.setdefault(f"{after}|{mode}|{q}", {})
+            key = json.dumps(got)
+            by_result[key] = by_result.get(key, 0) + 1
+    Path(out_file).write_text(json.dumps({"counts": counts, "seen": seen}))
     """
 )
 
 
-def rebuilds_under_reader(
-    root: Path, index_dir: Path, env: dict[str, str], work: Path, n: int
-) -> dict[str, object]:
+def answers(root: Path, index_dir: Path) -> tuple[str, dict[str, str]]:
+    """What a reader opening the live generation now answers to every edit query."""
     with Vault.open(root, index_dir=index_dir) as vault:
-        expected = {q: [h.path for h in vault.search(q, mode="keyword")] for q in QUERIES}
-    (work / "expected.json").write_text(json.dumps(expected))
-    stop = work / "stop-reader"
+        name = vault.orchestrator.snapshot().generation.name
+        return name, {
+            f"{mode}|{q}": json.dumps(
+                [[h.path, h.start_line, round(h.score, 5)] for h in vault.search(q, mode=mode)]
+            )
+            for mode, q in EDIT_QUERIES
+        }
+
+
+def lists_of(index_dir: Path) -> dict[str, list[tuple[str, int, int, bool]]]:
+    """(name, rows, dead, has an approximate index) of each segment the live lists name."""
+    live = IndexLayout(index_dir).live
+    out = {}
+    for part in ("vectors", "sentences"):
+        listing = read_list(live.root / f"{part}.json")
+        out[part] = [(e.name, e.rows, len(e.dead), e.ann is not None) for e in listing.segments]
+    return out
+
+
+def compactions(before: dict[str, list], after: dict[str, list]) -> dict[str, int]:
+    """What one run merged or rewrote: segments of the older lists gone from the newer
+    (each a segment merged into another, rewritten without its dead rows, or dropped)."""
+    out = {"runs": 0, "segments_merged": 0, "hnsw_written": 0}
+    gone = 0
+    for part in ("vectors", "sentences"):
+        names = {s[0] for s in after[part]}
+        gone += sum(s[0] not in names for s in before[part])
+        new = [s for s in after[part] if s[0] not in {b[0] for b in before[part]}]
+        out["hnsw_written"] += sum(s[3] for s in new)
+    out["runs"] = int(gone > 0)
+    out["segments_merged"] = gone
+    return out
+
+
+def edit_notes(versions: dict[int, int], rng: random.Random, count: int) -> list[int]:
+    """``count`` notes moved to their other version (0 and 1 alternate, so after the
+    first round their texts are in the embedding cache: a run costs its merge)."""
+    picked = rng.sample(sorted(versions), count)
+    for i in picked:
+        versions[i] = 1 - versions[i] % 2
+    return picked
+
+
+def edits_under_reader(
+    root: Path, index_dir: Path, env: dict[str, str], work: Path, versions: dict[int, int], n: int,
+    full: bool = False,
+) -> dict[str, object]:  # fmt: skip
+    """Each answer a reader following the writer gave, against the answer a reader
+    opening that same generation afresh gives: a following reader reloads only what a
+    run changed (``search/refresh.py``) and maps only new segments, so any difference
+    is one it must not have. ``full``: the writer rebuilds (``index --full``) instead
+    of editing notes."""
+    rng = random.Random(17)
+    expected: dict[str, dict[str, str]] = {}
+    name, expected_now = answers(root, index_dir)
+    expected[name] = expected_now
+    (work / "edit-queries.json").write_text(json.dumps(EDIT_QUERIES))
+    stop, out_file = work / "stop-edit-reader", work / "edit-reader.json"
     stop.unlink(missing_ok=True)
+    out_file.unlink(missing_ok=True)
     reader = subprocess.Popen(
-        [sys.executable, "-c", READER, str(root), str(index_dir), str(work / "expected.json"), str(stop)],
+        [sys.executable, "-c", EDIT_READER, str(root), str(index_dir),
+         str(work / "edit-queries.json"), str(stop), str(out_file)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    failed = 0
+    totals = {"runs": 0, "segments_merged": 0, "hnsw_written": 0}
+    failed, most = 0, {"vectors": 0, "sentences": 0}
+    rebuilt: list[dict[str, object]] = []
+    lists = lists_of(index_dir)
     t = time.perf_counter()
     for k in range(n):
-        done = run_cli(
-            "index", str(root), "--index-dir", str(index_dir), "--full", "--quiet", env=env
-        )
+        if not full:
+            edit_notes(versions, rng, rng.randint(1, 3))
+            write_vault(root, versions)
+        args = ("--full",) if full else ()
+        done = run_cli("index", str(root), "--index-dir", str(index_dir), "--json", *args, env=env)
         failed += done.returncode != 0
-        print(f"rebuild {k + 1}/{n}", flush=True)
+        with contextlib.suppress(ValueError):
+            ran = json.loads(done.stdout)
+            if (ran.get("rebuild_reasons") and not full) or ran.get("repaired"):
+                rebuilt.append({"edit": k + 1, "reasons": ran.get("rebuild_reasons"),
+                                "repaired": ran.get("repaired")})  # fmt: skip
+        name, expected[name] = answers(root, index_dir)
+        now = lists_of(index_dir)
+        step = compactions(lists, now)
+        totals = {key: totals[key] + step[key] for key in totals}
+        most = {part: max(most[part], len(now[part])) for part in most}
+        lists = now
+        print(
+            f"edit {k + 1}/{n}: {name} segments {[len(v) for v in now.values()]} {step}", flush=True
+        )
     seconds = time.perf_counter() - t
     stop.touch()
-    out, err = reader.communicate(timeout=600)
-    counts = (
-        json.loads(out.strip().splitlines()[-1]) if out.strip() else {"reader_failed": err[-500:]}
+    _out, err = reader.communicate(timeout=600)
+    if not out_file.is_file():
+        return {"edits": n, "reader_failed": err[-800:]}
+    got = json.loads(out_file.read_text())
+    wrong, verified, unknown, samples = 0, 0, 0, []
+    for key, results in got["seen"].items():
+        generation, query = key.split("|", 1)
+        want = expected.get(generation, {}).get(query)
+        for result, count in results.items():
+            if want is None:
+                unknown += count
+            elif result == want:
+                verified += count
+            else:
+                wrong += count
+                if len(samples) < 5:
+                    samples.append({"key": key, "got": result[:300], "want": want[:300]})
+    return {
+        "edits": n, "failed_edits": failed, "seconds": round(seconds, 1),
+        "generations": len(expected), "generations_searched": len({k.split("|")[0] for k in got["seen"]}),
+        "compactions": totals, "most_segments": most, "max_segments": MAX_SEGMENTS,
+        "final_lists": lists, "verified": verified, "wrong": wrong, "unverified": unknown,
+        "wrong_samples": samples, "not_incremental": rebuilt, **got["counts"],
+    }  # fmt: skip
+
+
+# --- 2c. kills inside a compaction ------------------------------------------------------
+KILLER = textwrap.dedent(
+    """
+    import os, signal, sys
+    from vaultsearch.cli.main import main
+    from vaultsearch.indexing import manager
+    from vaultsearch.store import generations
+    from vaultsearch.store.derived import vectors
+    point = sys.argv[1]
+    merged = []
+
+    def die(at):
+        if at == point and merged:
+            sys.stderr.write(f"killed at {at}\\n")
+            sys.stderr.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    write, ann, unlisted, publish = (
+        vectors.VectorPart._write, vectors.write_ann, vectors.remove_unlisted, manager.publish
     )
-    return {"rebuilds": n, "failed_rebuilds": failed, "seconds": round(seconds, 1), **counts}
+
+    def _write(self, parts):
+        seg = write(self, parts)
+        if any(p.entry.name for p in parts):
+            merged.append(seg.entry.name)
+            die(f"{self.name}-merged-segment")
+        return seg
+
+    def write_ann(*args, **kwargs):
+        entry = ann(*args, **kwargs)
+        die("merged-hnsw")
+        return entry
+
+    def remove_unlisted(folder, prefix, listing):
+        die(f"{prefix}-list")
+        return unlisted(folder, prefix, listing)
+
+    def publish_(layout, generation):
+        die("before-pointer")
+        return publish(layout, generation)
+
+    vectors.VectorPart._write, vectors.write_ann = _write, write_ann
+    vectors.remove_unlisted, manager.publish = remove_unlisted, publish_
+    sys.exit(main(sys.argv[2:]))
+    """
+)
+KILL_POINTS = (
+    "vectors-merged-segment",
+    "merged-hnsw",
+    "vectors-list",
+    "sentences-merged-segment",
+    "sentences-list",
+    "before-pointer",
+)
+"""Where a merging writer kills itself: after the merged segment's files, after its
+HNSW file, after a list naming it but before the files it replaced are unlinked, and
+after the catalog commit but before the pointer names the new generation."""
+
+
+def merge_kills(
+    root: Path, index_dir: Path, env: dict[str, str], versions: dict[int, int], repeats: int,
+    timed: int,
+) -> dict[str, object]:  # fmt: skip
+    rng = random.Random(23)
+    rows = []
+    cases = [p for p in KILL_POINTS for _ in range(repeats)] + ["random"] * timed
+    span = 0.0
+    for k, point in enumerate(cases):
+        for _ in range(2 * MAX_SEGMENTS):  # primed: the next edit merges
+            if min(len(v) for v in lists_of(index_dir).values()) >= MAX_SEGMENTS:
+                break
+            edit_notes(versions, rng, 1)
+            write_vault(root, versions)
+            run_cli("index", str(root), "--index-dir", str(index_dir), "--quiet", env=env)
+        before, lists = view(index_dir), lists_of(index_dir)
+        edit_notes(versions, rng, 2)
+        write_vault(root, versions)
+        want = digests(versions)
+        args = ("index", str(root), "--index-dir", str(index_dir), "--quiet")
+        if point == "random":
+            proc = subprocess.Popen(cli_argv(*args), env=env, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE, text=True)  # fmt: skip
+            time.sleep(rng.uniform(0.3, max(span, 1.0) * 1.1))
+            running = proc.poll() is None
+            proc.send_signal(signal.SIGKILL)
+            _, said = proc.communicate()
+        else:
+            t = time.perf_counter()
+            proc = subprocess.Popen([sys.executable, "-c", KILLER, point, *args], env=env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+            _, said = proc.communicate(timeout=1800)
+            running = proc.returncode == -signal.SIGKILL
+            span = max(span, time.perf_counter() - t)
+        after = view(index_dir)
+        if after is None or after.mixed:
+            outcome = f"MIX ({after.mixed if after else 'no index'})"
+        elif (
+            before is not None
+            and after.notes == before.notes
+            and after.generation == before.generation
+        ):
+            outcome = "previous"
+        elif after.notes == want:
+            outcome = "new"
+        else:
+            outcome = "MIX (notes of neither)"
+        merged = (
+            compactions(lists, lists_of(index_dir))["segments_merged"] if outcome == "new" else None
+        )
+        check = run_cli("check", "--json", str(root), "--index-dir", str(index_dir), env=env)
+        problems = ["unreadable output"]
+        with contextlib.suppress(ValueError):  # the edit not indexed yet is no damage
+            problems = [
+                p for p in json.loads(check.stdout)["problems"] if not p.startswith("files:")
+            ]
+        done = run_cli("index", str(root), "--index-dir", str(index_dir), "--quiet", env=env)
+        final = view(index_dir)
+        completed = (
+            done.returncode == 0 and final is not None and not final.mixed and final.notes == want
+        )
+        rows.append({
+            "point": point, "killed": running, "outcome": outcome, "merged_when_new": merged,
+            "index_problems": problems,
+            "next_run_completed": completed, "traceback": first_traceback(said, check.stderr, done.stderr),
+            "leftover_files": leftovers(index_dir),
+        })  # fmt: skip
+        print(f"merge kill {k + 1}/{len(cases)}: {rows[-1]}", flush=True)
+    return {"rows": rows}
+
+
+def first_traceback(*texts: str) -> str:
+    """The last lines of the first traceback in these outputs (empty when none): what
+    the report needs to say where it came from."""
+    for text in texts:
+        if "Traceback" in text:
+            return text[text.index("Traceback") :][-600:]
+    return ""
+
+
+def leftovers(index_dir: Path) -> int:
+    """Files in the live generation's segment folder that its lists do not name: what a
+    killed merge may have left behind and the next run should have removed."""
+    live = IndexLayout(index_dir).live
+    named = set()
+    for part in ("vectors", "sentences"):
+        folder = live.root / "segments"
+        named |= {
+            p.name
+            for e in read_list(live.root / f"{part}.json").segments
+            for p in e.all_files(folder)
+        }
+    folder = live.root / "segments"
+    return sum(p.name not in named for p in folder.iterdir()) if folder.is_dir() else 0
 
 
 # --- 3. damage ----------------------------------------------------------------------
@@ -289,7 +552,11 @@ def _row_bytes(path: Path, how: str, rng: random.Random) -> bytes:
     """A stretch of a random chunk's text or note's title, as the file stores it."""
     db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
     try:
-        sql = "SELECT text FROM chunks" if how == "row-text" else "SELECT title FROM notes"
+        sql = {
+            "row-text": "SELECT text FROM chunks",
+            "row-title": "SELECT title FROM notes",
+            "row-link": "SELECT target FROM links",
+        }[how]
         values = [r[0] for r in db.execute(sql) if len(r[0].encode()) >= 8]
     finally:
         db.close()
@@ -335,21 +602,53 @@ def catalog_dump(path: Path) -> list[str] | None:
         return None
 
 
-def corruption(root: Path, index_dir: Path, work: Path) -> dict[str, object]:
+def file_kind(rel: Path) -> str:
+    """The kind of index file a damaged path is, for the table by kind."""
+    name = rel.name
+    if name.endswith(".ids.npy") or name.endswith(".rows.npy"):
+        part = "sentence" if name.startswith("sentences-") else "vector"
+        return f"{part} segment {name.split('.')[-2]}"
+    if name.endswith(".faiss"):
+        return "HNSW file"
+    if rel.parent.name == "keywords":
+        return "Tantivy meta" if name.endswith(".json") else "Tantivy segment"
+    if rel.parent.name == "catalogs":
+        return "catalog WAL" if name.endswith("-wal") else "catalog"
+    return {
+        "vectors.json": "segment list", "sentences.json": "segment list",
+        "sentences.pending.json": "segment list", "CURRENT": "pointer",
+        "CATALOG": "catalog name", "index.state.json": "state",
+        "index.manifest.json": "manifest", "graph.json": "graph", "graph.delta.json": "graph",
+    }.get(name, name)  # fmt: skip
+
+
+def corruption(
+    root: Path, index_dir: Path, work: Path, one_per_kind: bool = False
+) -> dict[str, object]:
     rng = random.Random(5)
     pristine = work / "pristine"
     shutil.rmtree(pristine, ignore_errors=True)
     shutil.copytree(index_dir, pristine)
     live = IndexLayout(pristine).live
+    wal = live.catalog.with_name(live.catalog.name + "-wal")
     targets = [
         IndexLayout(pristine).pointer,
         live.catalog,  # shared by the generations, outside the generation's folder
+        *([wal] if wal.is_file() and wal.stat().st_size else []),
         *sorted(
             p for p in live.root.rglob("*")
             if p.is_file() and not p.name.endswith(".lock") and not p.name.endswith("-shm")
             and p != live.catalog
         ),
     ]  # fmt: skip
+    if one_per_kind:  # the first file of each kind (Tantivy's by suffix)
+        seen: set[str] = set()
+        kinds = [
+            t.name if file_kind(t.relative_to(pristine)) in ("segment list", "graph")
+            else f"{file_kind(t.relative_to(pristine))} {t.suffix}"
+            for t in targets
+        ]  # fmt: skip
+        targets = [t for t, k in zip(targets, kinds, strict=True) if not (k in seen or seen.add(k))]
     with Vault.open(root, index_dir=pristine) as vault:
         expected = {q: [h.path for h in vault.search(q, mode="keyword")] for q in QUERIES[:4]}
     pristine_dump = catalog_dump(live.catalog)
@@ -363,9 +662,11 @@ def corruption(root: Path, index_dir: Path, work: Path) -> dict[str, object]:
         rel = target.relative_to(pristine)
         damage(damaged / rel, how, rng)
         dl = IndexLayout(damaged)
+        # a flip that changed no stored row (in free space, or WAL frames already
+        # checkpointed) is harmless
         harmless = (
-            target == live.catalog and how in ("bitflip", *ROW_DAMAGES)
-            and catalog_dump(damaged / rel) == pristine_dump
+            ((target == live.catalog and how in ("bitflip", *ROW_DAMAGES)) or target == wal)
+            and catalog_dump(damaged / live.catalog.relative_to(pristine)) == pristine_dump
         )  # fmt: skip
         args = [str(root), "--index-dir", str(damaged)]
         code, out, _err, tb1 = in_process("check", *args)
@@ -392,7 +693,8 @@ def corruption(root: Path, index_dir: Path, work: Path) -> dict[str, object]:
                 for q, want in expected.items()
             )
         rows.append({
-            "file": str(rel), "damage": how, "detected": detected, "harmless": harmless,
+            "file": str(rel), "kind": file_kind(rel), "damage": how, "detected": detected,
+            "harmless": harmless,
             "search_error": s_code != 0, "tracebacks": sum((tb1, tb2, tb3, tb5)),
             "recovered": c_code == 0 and same, "via": via, "embedded": embedded,
             "live_after": dl.current().name if dl.current() else None,
@@ -512,13 +814,7 @@ def report(results: dict[str, object], args: argparse.Namespace) -> str:
         f"**mixed {sum(r['outcome'].startswith('MIX') for r in rows)}**; "
         f"the next run completed all: {k['completed']} |",
     ]  # fmt: skip
-    rr = results["rebuilds"]
-    lines.append(
-        f"| Reader searching during `index --full` (300 notes) | {rr['rebuilds']} rebuilds, "  # type: ignore[index]
-        f"{rr.get('searches')} searches, {rr.get('generations')} generations seen | "  # type: ignore[union-attr]
-        f"**empty {rr.get('empty')}, partial {rr.get('partial')}, changed {rr.get('changed')}**, "  # type: ignore[union-attr]
-        f"errors {rr.get('errors')} |"  # type: ignore[union-attr]
-    )
+    lines += edit_rows(results)
     c = results["corruption"]["rows"]  # type: ignore[index]
     real = [r for r in c if not r["harmless"]]
     lines.append(
@@ -561,6 +857,7 @@ def report(results: dict[str, object], args: argparse.Namespace) -> str:
             f'- `{r["file"]}` {r["damage"]}: check said "{r["check_said"]}", recovered {r["recovered"]}'
             for r in missed
         ]
+    lines += damage_by_kind(c)
     if "parity" in results:
         lines += ["", "### Same results, and what a copy costs", "", str(results["parity"])]
     t = k["timings"]  # type: ignore[index]
@@ -570,7 +867,81 @@ def report(results: dict[str, object], args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
-SECTIONS = ("kills", "rebuilds", "corruption", "disk_full", "read_only")
+def edit_rows(results: dict[str, object]) -> list[str]:
+    """The rows of the edits under a reader and of the kills inside a merge."""
+    lines = []
+    r: dict = results.get("rebuilds")  # type: ignore[assignment]
+    if r and "reader_failed" in r:
+        lines.append(
+            f"| Reader during rebuilds | {r['edits']} | reader failed: {r['reader_failed'][-200:]} |"
+        )
+    elif r:
+        lines.append(
+            f"| Reader searching (keyword, semantic, hybrid) during `index --full` (300 notes) | "
+            f"{r['edits']} rebuilds, {r['searches']} searches over {r['generations_searched']} "
+            f"generations | **wrong {r['wrong']}** of {r['verified'] + r['wrong']} compared with a "
+            f"fresh reader of the same generation ({r['ambiguous']} straddled a publish, "
+            f"{r['unverified']} of a generation not compared), errors {r['errors']}, failed "
+            f"rebuilds {r['failed_edits']} |"
+        )
+    e: dict = results.get("edits")  # type: ignore[assignment]
+    if e and "reader_failed" in e:
+        lines.append(
+            f"| Reader during small edits | {e['edits']} | reader failed: {e['reader_failed'][-200:]} |"
+        )
+    elif e:
+        c = e["compactions"]
+        lines.append(
+            f"| Reader searching (keyword, semantic, hybrid) while a writer makes {e['edits']} "
+            f"edits of 1–3 notes, each a new segment, so that segments merge | {e['searches']} "
+            f"searches over {e['generations_searched']} generations; {c['runs']} runs merged "
+            f"({c['segments_merged']} segments merged away, {c['hnsw_written']} HNSW files "
+            f"written); most live segments {e['most_segments']['vectors']} vector / "
+            f"{e['most_segments']['sentences']} sentence (MAX_SEGMENTS {e['max_segments']}) | "
+            f"**wrong {e['wrong']}** of {e['verified'] + e['wrong']} compared with a fresh "
+            f"reader of the same generation ({e['ambiguous']} straddled a publish, "
+            f"{e['unverified']} of a generation not compared), errors {e['errors']}, "
+            f"failed edits {e['failed_edits']} |"
+        )
+    m: dict = results.get("merge_kills")  # type: ignore[assignment]
+    if m:
+        rows = m["rows"]
+        points = ", ".join(sorted({r["point"] for r in rows} - {"random"}))
+        lines.append(
+            f"| SIGKILL inside a merging edit: at {points} (the writer kills itself there) and "
+            f"at random moments | {len(rows)} ({sum(r['killed'] for r in rows)} killed while "
+            f"running) | previous {sum(r['outcome'] == 'previous' for r in rows)}, new "
+            f"{sum(r['outcome'] == 'new' for r in rows)}, **mixed "
+            f"{sum(r['outcome'].startswith('MIX') for r in rows)}**; `check` after the kill "
+            f"found the index whole {sum(not r['index_problems'] for r in rows)}/{len(rows)} "
+            f"(the edit it had not indexed aside); the next run "
+            f"completed {sum(r['next_run_completed'] for r in rows)}/{len(rows)}; files left "
+            f"unnamed after it {sum(r['leftover_files'] for r in rows)}; tracebacks "
+            f"{sum(bool(r['traceback']) for r in rows)} |"
+        )
+    return lines
+
+
+def damage_by_kind(rows: list[dict]) -> list[str]:
+    """Damage cases per kind of file: found by ``check``, repaired, re-embedded."""
+    kinds: dict[str, list[dict]] = {}
+    for r in rows:
+        kinds.setdefault(r.get("kind", "?"), []).append(r)
+    out = ["", "Damage by kind of file (harmless: a flip that changed no stored row):", "",
+           "| file kind | files | cases | harmless | detected | repaired | embedded | tracebacks |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for kind, rs in sorted(kinds.items()):
+        real = [r for r in rs if not r["harmless"]]
+        out.append(
+            f"| {kind} | {len({r['file'] for r in rs})} | {len(rs)} | {len(rs) - len(real)} | "
+            f"{sum(r['detected'] for r in real)}/{len(real)} | "
+            f"{sum(r['recovered'] for r in rs)}/{len(rs)} | {sum(r['embedded'] for r in rs)} | "
+            f"{sum(r['tracebacks'] for r in rs)} |"
+        )
+    return out
+
+
+SECTIONS = ("kills", "rebuilds", "edits", "merge_kills", "corruption", "disk_full", "read_only")
 
 
 def main() -> int:
@@ -578,6 +949,12 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="fewer cases, for a smoke run")
     ap.add_argument("--work", type=Path, help="keep the work folder here")
     ap.add_argument("--only", help=f"comma-separated sections of {','.join(SECTIONS)}")
+    ap.add_argument("--counts", metavar="K,R,E,P,T",
+                    help="kills, rebuilds, edits, kills at each merge point, timed merge kills")  # fmt: skip
+    ap.add_argument("--one-per-kind", action="store_true",
+                    help="damage one file of each kind, not every file")  # fmt: skip
+    ap.add_argument("--ann-threshold", type=int, default=2,
+                    help="index.ann_threshold: segments of more rows get an HNSW file")  # fmt: skip
     ap.add_argument("--report-from", type=Path, nargs="+", metavar="RESULTS",
                     help="write the section from the results.json of runs of parts")  # fmt: skip
     args = ap.parse_args()
@@ -597,6 +974,7 @@ def main() -> int:
     work = args.work or Path(tempfile.mkdtemp(prefix="vaultsearch-reliability-"))
     work.mkdir(parents=True, exist_ok=True)
     os.environ[CACHE_ENV] = str(work / "embedding-cache")
+    os.environ["VAULTSEARCH_INDEX_ANN_THRESHOLD"] = str(args.ann_threshold)
     os.environ["HF_HUB_OFFLINE"] = "1"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     root, index_dir = work / "vault", work / "index"
@@ -604,14 +982,24 @@ def main() -> int:
     write_vault(root, versions)
     first = run_cli("index", str(root), "--index-dir", str(index_dir), "--quiet", env=env)
     assert first.returncode == 0, first.stderr
-    n_kills, n_rebuilds = (4, 3) if args.quick else (26, 20)
+    n_kills, n_rebuilds, n_edits, repeats, timed = (
+        (4, 3, 12, 1, 2) if args.quick else (26, 20, 40, 3, 8)
+    )
+    if args.counts:
+        n_kills, n_rebuilds, n_edits, repeats, timed = (int(n) for n in args.counts.split(","))
     results = {}
     if "kills" in only:
         results["kills"] = kills(root, index_dir, env, versions, n_kills)
     if "rebuilds" in only:
-        results["rebuilds"] = rebuilds_under_reader(root, index_dir, env, work, n_rebuilds)
+        results["rebuilds"] = edits_under_reader(
+            root, index_dir, env, work, versions, n_rebuilds, full=True
+        )
+    if "edits" in only:
+        results["edits"] = edits_under_reader(root, index_dir, env, work, versions, n_edits)
+    if "merge_kills" in only:
+        results["merge_kills"] = merge_kills(root, index_dir, env, versions, repeats, timed)
     if "corruption" in only:
-        results["corruption"] = corruption(root, index_dir, work)
+        results["corruption"] = corruption(root, index_dir, work, args.one_per_kind)
     if "disk_full" in only:
         results["disk_full"] = disk_full(root, index_dir, env, work)
     if "read_only" in only:

@@ -8,6 +8,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+import faiss
 import numpy as np
 import pytest
 
@@ -187,3 +188,58 @@ def test_the_writer_builds_the_index_for_a_kept_segment_once_the_setting_asks(
     part = VectorPart(again.layout.live, settings_of(again.layout.live, again.config))
     assert part.damage({}) is None
     assert again.manager().verify().ok
+
+
+def test_a_segment_of_many_rows_gets_product_codes_and_its_hits_score_as_flat() -> None:
+    """Past ``PQ_MIN_ROWS`` rows the graph holds product-quantizer codes, which keeps the
+    file near a third of HNSW32 over 8-bit codes; a hit still scores as flat scores it,
+    and the re-scored candidates hold most of flat's top 10."""
+    rng = np.random.default_rng(7)
+    n, dim = ann.PQ_MIN_ROWS + 16, 384
+    centres = rng.standard_normal((200, dim))
+    rows = normalize(centres[rng.integers(0, 200, n)] + 0.6 * rng.standard_normal((n, dim)))
+    body = ann.build(ann.DEFAULT_KIND, rows)
+    index = ann.load_bytes(body)
+    assert isinstance(faiss.downcast_index(index.storage), faiss.IndexPQ)
+    assert len(body) / n < 300  # HNSW32 over 8-bit codes: 656
+    entry = Entry("memory", n, (), ("", ""), (ann.DEFAULT_KIND, ""))
+    ids = np.arange(n, dtype=np.int64)
+    reader = SegmentedVectors(dim, [Segment(entry, ids=ids, rows=rows, ann_index=index)])
+    flat = flat_twin(reader)
+    hits = 0
+    queries = normalize(centres[:40] + 0.6 * rng.standard_normal((40, dim)))
+    for q in queries:
+        got, truth = dict(reader.search(q, 10)), dict(flat.search(q, 10))
+        both = got.keys() & truth.keys()
+        hits += len(both)
+        assert {i: got[i] for i in both} == {i: truth[i] for i in both}
+    assert hits / (10 * len(queries)) >= 0.9
+
+
+def test_a_segment_indexed_by_an_older_kind_is_indexed_again_at_the_next_commit(
+    vault: Vault,
+) -> None:
+    """An index written by an older release (HNSW32 over 8-bit codes, kind ``hnsw``)
+    stays readable, and the next update writes the current kind in its place."""
+    live = vault.layout.live
+    listing = read_list(VectorPart.location(live))
+    (entry,) = listing.segments
+    folder = live.root / "segments"
+    current = entry.ann_file(folder)
+    assert current is not None and entry.ann is not None
+    older = dataclasses.replace(entry, ann=("hnsw", entry.ann[1]))
+    old_file = older.ann_file(folder)
+    assert old_file is not None
+    current.rename(old_file)
+    data = json.loads(VectorPart.location(live).read_text(encoding="utf-8"))
+    data["segments"][0]["ann"] = ["hnsw", entry.ann[1]]
+    VectorPart.location(live).write_text(json.dumps(data), encoding="utf-8")
+    path = vault.root / "Note 002.md"
+    path.write_text(note(2, 1), encoding="utf-8")
+    bump_mtime(path)
+    vault.index()
+    kept = read_list(VectorPart.location(vault.layout.live)).segments[0]
+    assert kept.name == entry.name and kept.ann is not None
+    assert kept.ann[0] == ann.DEFAULT_KIND
+    assert not list((vault.layout.live.root / "segments").glob("*.hnsw.faiss"))
+    assert vault.manager().verify().ok
