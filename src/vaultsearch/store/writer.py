@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -190,20 +191,29 @@ def catalog_problems(generation: Generation, thorough: bool = True) -> list[str]
     return problems
 
 
-def _header_problems(path: Path) -> list[str]:
+def _header_problems(path: Path, looks: int = 5) -> list[str]:
     """A truncated or overwritten file shows in SQLite's 100-byte header: the page
-    count it records (kept by every checkpoint) must fit in the file."""
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(100)
-        size = path.stat().st_size
-    except OSError as exc:
-        return [f"catalog: unreadable ({exc})"]
-    if len(head) < 100 or not head.startswith(b"SQLite format 3\0"):
-        return ["catalog: not an SQLite file"]
-    page = int.from_bytes(head[16:18], "big")
-    page = 65536 if page == 1 else page
-    pages = int.from_bytes(head[28:32], "big")
-    if size < pages * page:
-        return [f"catalog: the file has {size} bytes, its header counts {pages * page}"]
-    return []
+    count it records (kept by every checkpoint) must fit in the file.
+
+    A checkpoint in another process writes page 1 before the pages that extend the
+    file, so one look can see a header ahead of the size: only a shortfall that lasts
+    over a few looks is damage (a real truncation stays), else an edit would rebuild."""
+    problem: list[str] = []
+    for look in range(looks):
+        if look:
+            time.sleep(0.05)
+        try:
+            with path.open("rb") as fh:
+                head = fh.read(100)
+            size = path.stat().st_size
+        except OSError as exc:
+            return [f"catalog: unreadable ({exc})"]
+        if len(head) < 100 or not head.startswith(b"SQLite format 3\0"):
+            return ["catalog: not an SQLite file"]
+        page = int.from_bytes(head[16:18], "big")
+        page = 65536 if page == 1 else page
+        pages = int.from_bytes(head[28:32], "big")
+        if size >= pages * page:
+            return []
+        problem = [f"catalog: the file has {size} bytes, its header counts {pages * page}"]
+    return problem
