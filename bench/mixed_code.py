@@ -11,7 +11,9 @@ Both query sets run: ``mixed_code_queries.jsonl`` (written for this setting) and
 used, so a re-run embeds nothing.
 
 Run: ``nice -n 5 .venv/bin/python bench/mixed_code.py`` (needs no shared data); prints
-Markdown, writes nothing.
+Markdown, writes nothing. The 40 queries of both sets are also split into the five folds
+of ``judged_set.fold_of`` (by query text), so a ranking change can be compared fold by
+fold, run once on each commit.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import ROOT
 from code_search import qualified
+from judged_set import fold_of
 from vaultsearch import Vault
 from vaultsearch.sourceconfig import source_from_table
 
@@ -35,6 +38,7 @@ SETS = {
     "code": ROOT / "bench" / "code_queries.jsonl",
 }
 DEPTH = 10
+FOLDS = 5
 GIT = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.org"]
 
 
@@ -96,6 +100,18 @@ def main() -> None:
         docs = sum(1 for _, top in r if top.startswith("note:"))
         cells = [sum(1 for k, _ in r if 0 < k <= d) for d in (1, 3, DEPTH)]
         print(f"| {name} | {mode} | " + " | ".join(f"{c} of {n}" for c in cells) + f" | {docs} |")
+    print("\nHybrid, both sets, per fold (`fold_of(query, 5)`):\n")
+    print("| fold | queries | top 1 | top 3 | top 10 |\n|---|---|---|---|---|")
+    both = [
+        (q["query"], rank)
+        for name, path in SETS.items()
+        if (name, "hybrid") in got
+        for q, (rank, _) in zip(load(path), got[(name, "hybrid")], strict=True)
+    ]
+    for f in range(FOLDS):
+        r = [k for q, k in both if fold_of(q, FOLDS) == f]
+        cells = [sum(1 for k in r if 0 < k <= d) for d in (1, 3, DEPTH)]
+        print(f"| {f + 1} | {len(r)} | " + " | ".join(map(str, cells)) + " |")
     for name, path in SETS.items():
         print(
             f"\nPer query, {name}, hybrid:\n\n| query | expected | rank | first hit |\n|---|---|---|---|"
