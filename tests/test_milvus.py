@@ -19,6 +19,7 @@ pytest.importorskip("pymilvus", reason="pip install 'vaultsearch[milvus]'")
 pytest.importorskip("milvus_lite", reason="pip install 'vaultsearch[milvus]'")
 
 from tests.model_server import model_server
+from tests.test_ranking_depth import DOCS_QUERIES, PAGES, ROOT, _same_prefixes
 from vaultsearch.app.vault import Vault
 from vaultsearch.config import load_config
 from vaultsearch.embedding import Embedder
@@ -328,6 +329,36 @@ def test_filters_select_the_same_notes_as_the_local_store(
             assert _paths(reader, "tomatoes -aphids", "hybrid")[:1] != ["Garden/Tomatoes.md"]
         finally:
             reader.close()
+
+
+def test_first_hits_do_not_depend_on_top_k_and_match_the_local_depth(
+    tmp_path: Path, store: Path, embedder: Embedder
+) -> None:
+    """Each branch is as deep as the local store's (``search.candidates``, deepened only
+    for a page that ranking cannot fill), not a depth that grows with ``top_k``: on the
+    project's docs (hundreds of chunks, more than one level deep) a longer page begins
+    with a shorter one, in every mode, as it does locally (test_ranking_depth)."""
+    root = tmp_path / "docs"
+    shutil.copytree(ROOT / "docs", root, ignore=shutil.ignore_patterns("benchmarks.md"))
+    with Vault.open(root, index_dir=tmp_path / "index") as vault:
+        vault.index()
+        assert vault.status()["chunks"] > vault.config.search.candidates
+        vault.push(str(store), full=True)
+    reader = MilvusReader(MilvusTarget.build(str(store)), load_config(None), embedder)
+    try:
+        differ = {}
+        for mode in MODES:
+            for q in DOCS_QUERIES[:4]:
+                pages = {
+                    k: [(h.path, h.score) for h in reader.search(q, top_k=k, mode=mode)]
+                    for k in PAGES
+                }
+                assert len(pages[10]) == 10, (mode, q)
+                if found := _same_prefixes(pages):
+                    differ[(mode, q)] = found
+        assert differ == {}
+    finally:
+        reader.close()
 
 
 def test_engine_errors_are_one_sentence(store: Path, tmp_path: Path, embedder: Embedder) -> None:

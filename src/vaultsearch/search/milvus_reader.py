@@ -28,9 +28,16 @@ from vaultsearch.models import Hit, SearchHits
 from vaultsearch.search.confidence import Evidence, confidence, coverage
 from vaultsearch.search.filters import NoteMeta, Scope, SearchFilters
 from vaultsearch.search.milvus_expressions import expression, ids_in, literal
-from vaultsearch.search.orchestrator import MAX_TOP_K, MODES, _described, _kind, merge_chunks
+from vaultsearch.search.orchestrator import (
+    MAX_TOP_K,
+    MODES,
+    _described,
+    _kind,
+    deepened,
+    merge_chunks,
+)
 from vaultsearch.search.query import parse_query, words
-from vaultsearch.search.ranking import FusionSettings, complete, fuse
+from vaultsearch.search.ranking import Candidate, FusionSettings, complete, fuse
 from vaultsearch.search.request import SearchRequest, check_shape
 from vaultsearch.search.snippets import make_snippet
 from vaultsearch.store.catalog import ChunkRow
@@ -160,10 +167,8 @@ class MilvusReader:
         gen = manifest["generation"]
         stemming = bool((manifest.get("keyword") or {}).get("stemming", True))
         expr = expression(filters)
-        k = min(max(self.config.search.candidates, top_k * 4), MAX_LIMIT)
+        depth = min(self.config.search.candidates, MAX_LIMIT)
         view = _View()
-        branches: dict[str, list[tuple[int, float]]] = {}
-        extra: dict[str, list[tuple[int, float]]] = {}
         timings: dict[str, float] = {}
         t = time.perf_counter()
         with engine_errors(self.target, collection(gen, "chunks")):
@@ -172,9 +177,8 @@ class MilvusReader:
                 for w in (*parsed.keyword_terms, *(w for p in parsed.phrases for w in p))
             ).strip()
             keyword_on = mode in ("hybrid", "keyword") and bool(terms)
-            semantic_on = mode in ("hybrid", "semantic")
             vector = None
-            if semantic_on:
+            if mode in ("hybrid", "semantic"):
                 vector = self.embedder.embed_query(parsed.text or " ".join(parsed.highlight_terms))
                 if vector.shape[0] != int((manifest.get("embedding") or {}).get("dimension", 0)):
                     raise IndexIncompatibleError(
@@ -182,36 +186,41 @@ class MilvusReader:
                         "but the Milvus store holds vectors of another dimension.",
                         fix="search with the model the store was built with",
                     )
-            if fusion == "milvus-rrf" and keyword_on and vector is not None:
-                branches["hybrid"] = self._milvus_rrf(gen, terms, vector, k, expr, view)
-            else:
-                if keyword_on:
-                    branches["keyword"] = self._ann(gen, "sparse", terms, k, expr, view)
-                if vector is not None:
-                    branches["semantic"] = self._ann(gen, "dense", vector.tolist(), k, expr, view)
-                if vector is not None and "keyword" in branches:
-                    extra["semantic"] = self._completion(gen, branches, vector, view)
-                if (
-                    vector is not None
-                    and manifest.get("sentences")
-                    and self.config.search.sentence_weight
-                ):
-                    found = list({c for b in branches.values() for c, _ in b})
-                    branches["sentences"] = self._sentences(gen, found, vector)
-            banned = self._banned(gen, parsed.excluded, view, stemming)
-            timings["retrieve"] = time.perf_counter() - t
             settings = FusionSettings.from_config(self.config.search, mode)
             if fusion == "milvus-rrf":
                 settings = FusionSettings(method="rrf", weights={"hybrid": 1.0})
-            graph = self._notes(gen, view, expr, settings.graph_share > 0)
-            branches, extra = view.known(branches), view.known(extra)
-            if extra:
-                branches = complete(branches, extra, view.note_of_chunk)
-            ranked = fuse(
-                branches, view, settings, time.time(),
-                neighbours=(lambda p: graph.get(p, [])) if graph else None,
-                banned=banned, name=parsed.text,
-            )  # fmt: skip
+            sentences = bool(manifest.get("sentences") and self.config.search.sentence_weight)
+
+            def ranked_at(k: int) -> tuple[dict[str, list[tuple[int, float]]], list[Candidate]]:
+                branches: dict[str, list[tuple[int, float]]] = {}
+                extra: dict[str, list[tuple[int, float]]] = {}
+                if fusion == "milvus-rrf" and keyword_on and vector is not None:
+                    branches["hybrid"] = self._milvus_rrf(gen, terms, vector, k, expr, view)
+                else:
+                    if keyword_on:
+                        branches["keyword"] = self._ann(gen, "sparse", terms, k, expr, view)
+                    if vector is not None:
+                        dense = self._ann(gen, "dense", vector.tolist(), k, expr, view)
+                        branches["semantic"] = dense
+                        if "keyword" in branches:
+                            extra["semantic"] = self._completion(gen, branches, vector, view)
+                        if sentences:
+                            found = list({c for b in branches.values() for c, _ in b})
+                            branches["sentences"] = self._sentences(gen, found, vector)
+                banned = self._banned(gen, parsed.excluded, view, stemming)
+                graph = self._notes(gen, view, expr, settings.graph_share > 0)
+                branches, extra = view.known(branches), view.known(extra)
+                if extra:
+                    branches = complete(branches, extra, view.note_of_chunk)
+                return branches, fuse(
+                    branches, view, settings, time.time(),
+                    neighbours=(lambda p: graph.get(p, [])) if graph else None,
+                    banned=banned, name=parsed.text,
+                )  # fmt: skip
+
+            branches, ranked = ranked_at(depth)
+            timings["rank"] = time.perf_counter() - t
+            ranked = deepened(ranked, lambda d: ranked_at(min(d, MAX_LIMIT))[1], top_k, depth)
             if filters.min_score is not None:
                 ranked = [c for c in ranked if c.score >= filters.min_score]
             ranked = ranked[:top_k]
