@@ -20,6 +20,7 @@ pytest.importorskip("milvus_lite", reason="pip install 'vaultsearch[milvus]'")
 
 from tests.model_server import model_server
 from tests.test_ranking_depth import DOCS_QUERIES, PAGES, ROOT, _same_prefixes
+from vaultsearch.app.milvus_push import push
 from vaultsearch.app.vault import Vault
 from vaultsearch.config import load_config
 from vaultsearch.embedding import Embedder
@@ -164,6 +165,51 @@ def test_index_edit_rename_delete_follow_in_milvus(
             assert reader.status()["chunks"] == vault.status()["chunks"] == 3
         finally:
             reader.close()
+
+
+def test_a_reader_during_a_push_sees_each_note_as_one_version(
+    vault_root: Path, store: Path, embedder: Embedder
+) -> None:
+    """Between a push's first upsert and its end, an edited note is its old version
+    whole (its new chunks are not listed yet), and after it its new version whole (its
+    old chunks, deleted by the next push, are listed by no note): never both texts."""
+    with Vault.open(vault_root, flags=_flags(store)) as vault:
+        vault.index()
+    _write(vault_root, "Inbox.md", "# Inbox\n\nRenew the parking permit in March.\n")
+    reader = _reader(store)
+    seen: list[tuple[list[str], list[str], list[str]]] = []
+
+    def look() -> None:
+        texts = [c["text"] for c in reader.get("Inbox.md")["chunks"]]
+        old = _paths(reader, "rotate API keys", "keyword")
+        new = _paths(reader, "parking permit", "keyword")
+        seen.append((texts, old, new))
+
+    try:
+        with Vault.open(vault_root) as vault:  # no store configured: index without a push
+            vault.index()
+            target = MilvusTarget.build(str(store), prefix=PREFIX)
+            pushed = push(vault, target, mid_sync=look)
+            assert pushed.upserted_chunks == 1 and pushed.deleted_chunks == 1
+            look()
+            (during_texts, during_old, during_new), (after_texts, after_old, after_new) = seen
+            assert len(during_texts) == 1 and "Rotate the API keys" in during_texts[0]
+            assert "Inbox.md" in during_old and during_new == []
+            assert len(after_texts) == 1 and "parking permit" in after_texts[0]
+            assert "Inbox.md" not in after_old and after_new == ["Inbox.md"]
+
+            again = push(vault, target)
+            assert again.purged_chunks == 1 and again.upserted_chunks == 0
+            assert again.deleted_chunks == 0
+        client = connect(target)
+        try:
+            name = f"{reader.status()['generation']}_chunks"
+            rows = client.query(name, filter="", output_fields=["count(*)"])
+            assert rows[0]["count(*)"] == reader.status()["chunks"] == 4
+        finally:
+            client.close()
+    finally:
+        reader.close()
 
 
 def test_rebuild_switches_the_alias_and_drops_superseded_generations(
