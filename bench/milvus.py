@@ -89,11 +89,16 @@ def scifact(limit: int | None, docs: int | None, flags: tuple[str, ...] = ()) ->
     )
     for name, run in runs.items():
         ndcg, recall = [], []
-        for q in ids:
+        started = time.perf_counter()
+        for i, q in enumerate(ids, 1):
             ranked = [doc_of.get(h.path, h.path) for h in run(texts[q])]
             ndcg.append(ndcg_at_k(ranked, judged[q], 10))
             recall.append(recall_at_k(ranked, judged[q], 100))
+            if i % 100 == 0:  # a long run's progress, for whoever watches its log
+                print(f"{time.strftime('%H:%M:%S')} {name}: {i}/{len(ids)} "
+                      f"nDCG@10 so far {mean(ndcg):.4f}", file=sys.stderr, flush=True)  # fmt: skip
         out[name] = {"ndcg@10": round(mean(ndcg), 4), "recall@100": round(mean(recall), 4)}
+        out[name]["seconds"] = round(time.perf_counter() - started, 1)
         print(f"{time.strftime('%H:%M:%S')} {name}: {out[name]}", file=sys.stderr, flush=True)
     reader.close()
     vault.close()

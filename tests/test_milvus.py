@@ -19,6 +19,8 @@ pytest.importorskip("pymilvus", reason="pip install 'vaultsearch[milvus]'")
 pytest.importorskip("milvus_lite", reason="pip install 'vaultsearch[milvus]'")
 
 from tests.model_server import model_server
+from tests.test_ranking_depth import DOCS_QUERIES, PAGES, ROOT, _same_prefixes
+from vaultsearch.app.milvus_push import push
 from vaultsearch.app.vault import Vault
 from vaultsearch.config import load_config
 from vaultsearch.embedding import Embedder
@@ -163,6 +165,51 @@ def test_index_edit_rename_delete_follow_in_milvus(
             assert reader.status()["chunks"] == vault.status()["chunks"] == 3
         finally:
             reader.close()
+
+
+def test_a_reader_during_a_push_sees_each_note_as_one_version(
+    vault_root: Path, store: Path, embedder: Embedder
+) -> None:
+    """Between a push's first upsert and its end, an edited note is its old version
+    whole (its new chunks are not listed yet), and after it its new version whole (its
+    old chunks, deleted by the next push, are listed by no note): never both texts."""
+    with Vault.open(vault_root, flags=_flags(store)) as vault:
+        vault.index()
+    _write(vault_root, "Inbox.md", "# Inbox\n\nRenew the parking permit in March.\n")
+    reader = _reader(store)
+    seen: list[tuple[list[str], list[str], list[str]]] = []
+
+    def look() -> None:
+        texts = [c["text"] for c in reader.get("Inbox.md")["chunks"]]
+        old = _paths(reader, "rotate API keys", "keyword")
+        new = _paths(reader, "parking permit", "keyword")
+        seen.append((texts, old, new))
+
+    try:
+        with Vault.open(vault_root) as vault:  # no store configured: index without a push
+            vault.index()
+            target = MilvusTarget.build(str(store), prefix=PREFIX)
+            pushed = push(vault, target, mid_sync=look)
+            assert pushed.upserted_chunks == 1 and pushed.deleted_chunks == 1
+            look()
+            (during_texts, during_old, during_new), (after_texts, after_old, after_new) = seen
+            assert len(during_texts) == 1 and "Rotate the API keys" in during_texts[0]
+            assert "Inbox.md" in during_old and during_new == []
+            assert len(after_texts) == 1 and "parking permit" in after_texts[0]
+            assert "Inbox.md" not in after_old and after_new == ["Inbox.md"]
+
+            again = push(vault, target)
+            assert again.purged_chunks == 1 and again.upserted_chunks == 0
+            assert again.deleted_chunks == 0
+        client = connect(target)
+        try:
+            name = f"{reader.status()['generation']}_chunks"
+            rows = client.query(name, filter="", output_fields=["count(*)"])
+            assert rows[0]["count(*)"] == reader.status()["chunks"] == 4
+        finally:
+            client.close()
+    finally:
+        reader.close()
 
 
 def test_rebuild_switches_the_alias_and_drops_superseded_generations(
@@ -328,6 +375,36 @@ def test_filters_select_the_same_notes_as_the_local_store(
             assert _paths(reader, "tomatoes -aphids", "hybrid")[:1] != ["Garden/Tomatoes.md"]
         finally:
             reader.close()
+
+
+def test_first_hits_do_not_depend_on_top_k_and_match_the_local_depth(
+    tmp_path: Path, store: Path, embedder: Embedder
+) -> None:
+    """Each branch is as deep as the local store's (``search.candidates``, deepened only
+    for a page that ranking cannot fill), not a depth that grows with ``top_k``: on the
+    project's docs (hundreds of chunks, more than one level deep) a longer page begins
+    with a shorter one, in every mode, as it does locally (test_ranking_depth)."""
+    root = tmp_path / "docs"
+    shutil.copytree(ROOT / "docs", root, ignore=shutil.ignore_patterns("benchmarks.md"))
+    with Vault.open(root, index_dir=tmp_path / "index") as vault:
+        vault.index()
+        assert vault.status()["chunks"] > vault.config.search.candidates
+        vault.push(str(store), full=True)
+    reader = MilvusReader(MilvusTarget.build(str(store)), load_config(None), embedder)
+    try:
+        differ = {}
+        for mode in MODES:
+            for q in DOCS_QUERIES[:4]:
+                pages = {
+                    k: [(h.path, h.score) for h in reader.search(q, top_k=k, mode=mode)]
+                    for k in PAGES
+                }
+                assert len(pages[10]) == 10, (mode, q)
+                if found := _same_prefixes(pages):
+                    differ[(mode, q)] = found
+        assert differ == {}
+    finally:
+        reader.close()
 
 
 def test_engine_errors_are_one_sentence(store: Path, tmp_path: Path, embedder: Embedder) -> None:

@@ -37,6 +37,7 @@ from tests.test_milvus import NOTES, PREFIX, SRC, _cli, _write
 from vaultsearch import Vault
 from vaultsearch.config import load_config
 from vaultsearch.embedding import Embedder
+from vaultsearch.store.milvus.schema import SCHEMA_VERSION
 from vaultsearch.store.milvus.target import MilvusTarget, store_status
 
 ENV = {**os.environ, "PYTHONPATH": SRC, "HF_HUB_OFFLINE": "1"}
@@ -223,7 +224,7 @@ def test_engine_errors_are_one_sentence_on_the_cli_and_over_mcp(
             ),
             "schema version": (
                 ["--store-uri", str(versioned), "--collection", PREFIX],
-                "has schema version 99, and this vaultsearch reads version 1",
+                f"has schema version 99, and this vaultsearch reads version {SCHEMA_VERSION}",
             ),
         }
         env_token = {"VAULTSEARCH_MILVUS_TOKEN": "root:s3cret"}

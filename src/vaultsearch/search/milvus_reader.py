@@ -28,15 +28,22 @@ from vaultsearch.models import Hit, SearchHits
 from vaultsearch.search.confidence import Evidence, confidence, coverage
 from vaultsearch.search.filters import NoteMeta, Scope, SearchFilters
 from vaultsearch.search.milvus_expressions import expression, ids_in, literal
-from vaultsearch.search.orchestrator import MAX_TOP_K, MODES, _described, _kind, merge_chunks
+from vaultsearch.search.orchestrator import (
+    MAX_TOP_K,
+    MODES,
+    _described,
+    _kind,
+    deepened,
+    merge_chunks,
+)
 from vaultsearch.search.query import parse_query, words
-from vaultsearch.search.ranking import FusionSettings, complete, fuse
+from vaultsearch.search.ranking import Candidate, FusionSettings, complete, fuse
 from vaultsearch.search.request import SearchRequest, check_shape
 from vaultsearch.search.snippets import make_snippet
 from vaultsearch.store.catalog import ChunkRow
 from vaultsearch.store.milvus.client import connect, engine_errors
 from vaultsearch.store.milvus.live import live_manifest, load
-from vaultsearch.store.milvus.schema import CHUNK_OUTPUT, SHOWN, analysed, collection
+from vaultsearch.store.milvus.schema import CHUNK_OUTPUT, SHOWN, analysed, collection, run_ids
 from vaultsearch.store.milvus.target import MilvusTarget
 
 MAX_LIMIT = 16_384
@@ -52,14 +59,18 @@ class _View:
     note_by_path: dict[str, int] = field(default_factory=dict)
     rows: dict[int, dict[str, Any]] = field(default_factory=dict)
     first: dict[int, int] = field(default_factory=dict)
+    listed: dict[int, set[int]] = field(default_factory=dict)
+    """Per note, the chunks its row lists: the only ones of its rows a search uses."""
+
+    def is_listed(self, chunk: int) -> bool:
+        return chunk in self.listed.get(self.note_of_chunk.get(chunk, -1), ())
 
     def known(self, branches: dict[str, list[tuple[int, float]]]) -> dict[str, Any]:
-        """Without the chunks whose note the notes collection does not hold yet: a push
-        upserts chunks before notes, and a search meanwhile is told so (``_syncing``)."""
-        return {
-            b: [(c, s) for c, s in hits if self.note_of_chunk.get(c) in self.notes]
-            for b, hits in branches.items()
-        }
+        """Only the chunks their note's row lists: a push writes a note's new chunks
+        before the row that lists them and deletes its old ones a push later, so
+        between the two steps a branch may find either, and the note is shown as one
+        version, the one its row names (``writer._sync``)."""
+        return {b: [(c, s) for c, s in hits if self.is_listed(c)] for b, hits in branches.items()}
 
     def first_chunks(self, note_id: int) -> list[int]:
         return [self.first[note_id]] if note_id in self.first else []
@@ -77,7 +88,8 @@ class _View:
             out.append((cid, abs(score) if absolute else score))
         return out
 
-    def add_note(self, nid: int, meta: Mapping[str, Any]) -> None:
+    def add_note(self, nid: int, meta: Mapping[str, Any], chunks: Iterable[Any]) -> None:
+        self.listed[nid] = set(run_ids(chunks or ()))
         self.notes[nid] = NoteMeta(
             nid, meta["path"], meta["title"], tuple(meta.get("tags") or ()),
             meta.get("frontmatter") or {}, float(meta["date"]), meta.get("source") or "",
@@ -160,10 +172,8 @@ class MilvusReader:
         gen = manifest["generation"]
         stemming = bool((manifest.get("keyword") or {}).get("stemming", True))
         expr = expression(filters)
-        k = min(max(self.config.search.candidates, top_k * 4), MAX_LIMIT)
+        depth = min(self.config.search.candidates, MAX_LIMIT)
         view = _View()
-        branches: dict[str, list[tuple[int, float]]] = {}
-        extra: dict[str, list[tuple[int, float]]] = {}
         timings: dict[str, float] = {}
         t = time.perf_counter()
         with engine_errors(self.target, collection(gen, "chunks")):
@@ -172,9 +182,8 @@ class MilvusReader:
                 for w in (*parsed.keyword_terms, *(w for p in parsed.phrases for w in p))
             ).strip()
             keyword_on = mode in ("hybrid", "keyword") and bool(terms)
-            semantic_on = mode in ("hybrid", "semantic")
             vector = None
-            if semantic_on:
+            if mode in ("hybrid", "semantic"):
                 vector = self.embedder.embed_query(parsed.text or " ".join(parsed.highlight_terms))
                 if vector.shape[0] != int((manifest.get("embedding") or {}).get("dimension", 0)):
                     raise IndexIncompatibleError(
@@ -182,36 +191,41 @@ class MilvusReader:
                         "but the Milvus store holds vectors of another dimension.",
                         fix="search with the model the store was built with",
                     )
-            if fusion == "milvus-rrf" and keyword_on and vector is not None:
-                branches["hybrid"] = self._milvus_rrf(gen, terms, vector, k, expr, view)
-            else:
-                if keyword_on:
-                    branches["keyword"] = self._ann(gen, "sparse", terms, k, expr, view)
-                if vector is not None:
-                    branches["semantic"] = self._ann(gen, "dense", vector.tolist(), k, expr, view)
-                if vector is not None and "keyword" in branches:
-                    extra["semantic"] = self._completion(gen, branches, vector, view)
-                if (
-                    vector is not None
-                    and manifest.get("sentences")
-                    and self.config.search.sentence_weight
-                ):
-                    found = list({c for b in branches.values() for c, _ in b})
-                    branches["sentences"] = self._sentences(gen, found, vector)
-            banned = self._banned(gen, parsed.excluded, view, stemming)
-            timings["retrieve"] = time.perf_counter() - t
             settings = FusionSettings.from_config(self.config.search, mode)
             if fusion == "milvus-rrf":
                 settings = FusionSettings(method="rrf", weights={"hybrid": 1.0})
-            graph = self._notes(gen, view, expr, settings.graph_share > 0)
-            branches, extra = view.known(branches), view.known(extra)
-            if extra:
-                branches = complete(branches, extra, view.note_of_chunk)
-            ranked = fuse(
-                branches, view, settings, time.time(),
-                neighbours=(lambda p: graph.get(p, [])) if graph else None,
-                banned=banned, name=parsed.text,
-            )  # fmt: skip
+            sentences = bool(manifest.get("sentences") and self.config.search.sentence_weight)
+
+            def ranked_at(k: int) -> tuple[dict[str, list[tuple[int, float]]], list[Candidate]]:
+                branches: dict[str, list[tuple[int, float]]] = {}
+                extra: dict[str, list[tuple[int, float]]] = {}
+                if fusion == "milvus-rrf" and keyword_on and vector is not None:
+                    branches["hybrid"] = self._milvus_rrf(gen, terms, vector, k, expr, view)
+                else:
+                    if keyword_on:
+                        branches["keyword"] = self._ann(gen, "sparse", terms, k, expr, view)
+                    if vector is not None:
+                        dense = self._ann(gen, "dense", vector.tolist(), k, expr, view)
+                        branches["semantic"] = dense
+                        if "keyword" in branches:
+                            extra["semantic"] = self._completion(gen, branches, vector, view)
+                        if sentences:
+                            found = list({c for b in branches.values() for c, _ in b})
+                            branches["sentences"] = self._sentences(gen, found, vector)
+                graph = self._notes(gen, view, expr, settings.graph_share > 0)
+                banned = self._banned(gen, parsed.excluded, view, stemming)
+                branches, extra = view.known(branches), view.known(extra)
+                if extra:
+                    branches = complete(branches, extra, view.note_of_chunk)
+                return branches, fuse(
+                    branches, view, settings, time.time(),
+                    neighbours=(lambda p: graph.get(p, [])) if graph else None,
+                    banned=banned, name=parsed.text,
+                )  # fmt: skip
+
+            branches, ranked = ranked_at(depth)
+            timings["rank"] = time.perf_counter() - t
+            ranked = deepened(ranked, lambda d: ranked_at(min(d, MAX_LIMIT))[1], top_k, depth)
             if filters.min_score is not None:
                 ranked = [c for c in ranked if c.score >= filters.min_score]
             ranked = ranked[:top_k]
@@ -295,9 +309,13 @@ class MilvusReader:
             + " or ".join(f"TEXT_MATCH(terms, {literal([s])[1:-1]})" for s in stems)
         )
         rows = self.client.query(
-            collection(gen, "chunks"), filter=f"({expr})", output_fields=["note_id"]
+            collection(gen, "chunks"), filter=f"({expr})", output_fields=["id", "note_id"]
         )
-        return {int(r["note_id"]) for r in rows}
+        return {
+            int(r["note_id"])
+            for r in rows
+            if int(r["id"]) in view.listed.get(int(r["note_id"]), ())
+        }
 
     def _notes(self, gen: str, view: _View, expr: str, graph: bool) -> dict[str, list[str]]:
         """The candidates' notes from the notes collection, one row a note, and with
@@ -307,12 +325,12 @@ class MilvusReader:
         ids = sorted(set(view.note_of_chunk.values()))
         if not ids:
             return {}
-        fields = ["id", "note", *(["neighbours"] if graph else [])]
+        fields = ["id", "note", "chunks", *(["neighbours"] if graph else [])]
         rows = self.client.query(
             collection(gen, "notes"), filter=ids_in("id", ids), output_fields=fields
         )
         for r in rows:
-            view.add_note(int(r["id"]), r["note"])
+            view.add_note(int(r["id"]), r["note"], r["chunks"])
         if not graph:
             return {}
         out = {r["note"]["path"]: list(r["neighbours"] or []) for r in rows}
@@ -320,7 +338,7 @@ class MilvusReader:
         for start in range(0, len(wanted), 1000):
             found = self.client.query(
                 collection(gen, "notes"), filter=f"path in {literal(wanted[start : start + 1000])}",
-                output_fields=["id", "note", "first_chunk"],
+                output_fields=["id", "note", "first_chunk", "chunks"],
             )  # fmt: skip
             first = {int(r["first_chunk"]): r for r in found if int(r["first_chunk"]) > 0}
             if first and expr:  # the filters are fields of the chunk rows
@@ -330,7 +348,7 @@ class MilvusReader:
                 )
                 first = {int(a["id"]): first[int(a["id"])] for a in allowed}
             for cid, r in first.items():
-                view.add_note(int(r["id"]), r["note"])
+                view.add_note(int(r["id"]), r["note"], r["chunks"])
                 view.note_of_chunk[cid] = int(r["id"])
                 view.first[int(r["id"])] = cid
         return out
@@ -389,10 +407,15 @@ class MilvusReader:
         manifest = self.manifest()
         gen = manifest["generation"]
         with engine_errors(self.target):
-            rows = self.client.query(
-                collection(gen, "chunks"), filter=f"path == {literal([path])[1:-1]}",
-                output_fields=list(CHUNK_OUTPUT),
+            notes = self.client.query(
+                collection(gen, "notes"), filter=f"path == {literal([path])[1:-1]}",
+                output_fields=["chunks"],
             )  # fmt: skip
+            listed = run_ids(notes[0]["chunks"] or []) if notes else []
+            rows = self.client.query(
+                collection(gen, "chunks"), filter=ids_in("id", listed),
+                output_fields=list(CHUNK_OUTPUT),
+            ) if listed else []  # fmt: skip
         if not rows:
             raise QueryError(f"The Milvus store {self.target.shown()} has no note {path!r}.")
         rows.sort(key=lambda r: (r["ordinal"], r["id"]))

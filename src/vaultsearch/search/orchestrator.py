@@ -55,6 +55,22 @@ DEEPEST = 4 * MAX_TOP_K
 used), so a longer page always begins with a shorter one."""
 
 
+def deepened(
+    ranked: list[Candidate], deeper: Callable[[int], list[Candidate]], top_k: int, depth: int
+) -> list[Candidate]:
+    """``ranked``, the ranking from ``depth`` (``search.candidates``) chunks per branch,
+    lengthened to ``top_k`` notes from ``deeper`` rankings 4, 16, ... times as deep. Every
+    store sizes its branches by this one rule, so the Milvus store ranks the candidates
+    the local store ranks: a depth that grew with ``top_k`` gave it other ones."""
+    while len(ranked) < top_k and depth < DEEPEST:
+        depth *= 4
+        grown = extend(ranked, deeper(depth))
+        if len(grown) == len(ranked):
+            break
+        ranked = grown
+    return ranked
+
+
 @dataclass(frozen=True, slots=True)
 class Retrieved:
     """One query's branch results, before fusion."""
@@ -180,13 +196,12 @@ class QueryOrchestrator:
         notes: list[str] = []
         depth = self.config.search.candidates
         retrieved, ranked, rewrites = self._ranked(snap, parsed, mode, depth, allowed_notes, notes)
-        while len(ranked) < top_k and depth < DEEPEST:
-            depth *= 4
-            deeper = self._ranked(snap, parsed, mode, depth, allowed_notes, notes, rerank=False)
-            grown = extend(ranked, deeper[1])
-            if len(grown) == len(ranked):
-                break
-            ranked = grown
+        ranked = deepened(
+            ranked,
+            lambda d: self._ranked(snap, parsed, mode, d, allowed_notes, notes, rerank=False)[1],
+            top_k,
+            depth,
+        )
         if filters.min_score is not None:
             ranked = [c for c in ranked if c.score >= filters.min_score]
         if explain and (rewrites or notes or retrieved.embedded):

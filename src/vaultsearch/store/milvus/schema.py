@@ -22,7 +22,8 @@ from typing import Any
 from vaultsearch.store.catalog import ChunkRow, NoteRow
 from vaultsearch.store.keywords import _analyzer, _with_title
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: a note row lists its chunks (``chunks``), the rows a reader may use."""
 PARTS = ("chunks", "sentences", "notes", "manifest")
 MAX_TEXT = 65_535
 """Milvus's VARCHAR limit, in bytes."""
@@ -154,12 +155,18 @@ def chunk_row(chunk: ChunkRow, note: dict[str, Any], stemming: bool) -> dict[str
     return row
 
 
-def note_row(note: NoteRow, neighbours: list[str], first_chunk: int) -> dict[str, Any]:
+def note_row(
+    note: NoteRow, neighbours: list[str], first_chunk: int, chunks: Iterable[int]
+) -> dict[str, Any]:
+    """``chunks``: the ids of the note's chunks as the catalog holds them now, as runs.
+    A reader uses only the chunk rows its note's row lists, so this one row is the
+    step that switches a note from its old chunks to its new ones."""
     fields = note_fields(note)
     row = {
         "id": note.id,
         "path": note.path,
         "first_chunk": first_chunk,
+        "chunks": id_runs(chunks),
         "neighbours": neighbours,
         "note": {
             k: fields[k]
@@ -169,6 +176,22 @@ def note_row(note: NoteRow, neighbours: list[str], first_chunk: int) -> dict[str
     }
     row["digest"] = digest(row)
     return row
+
+
+def id_runs(ids: Iterable[int]) -> list[list[int]]:
+    """Ids as ``[first, last]`` runs: a note's chunks are inserted together, so their
+    ids are one run or a few, whatever their number."""
+    runs: list[list[int]] = []
+    for i in sorted(set(ids)):
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return runs
+
+
+def run_ids(runs: Iterable[Iterable[int]]) -> list[int]:
+    return [i for first, last in runs for i in range(int(first), int(last) + 1)]
 
 
 def digest(row: dict[str, Any]) -> str:
@@ -252,6 +275,7 @@ def _notes(s: Any, dt: Any, dim: int) -> None:
     s.add_field("id", dt.INT64, is_primary=True)
     s.add_field("path", dt.VARCHAR, max_length=MAX_TEXT)
     s.add_field("first_chunk", dt.INT64)
+    s.add_field("chunks", dt.JSON)
     s.add_field("neighbours", dt.JSON)
     s.add_field("note", dt.JSON)
     s.add_field("digest", dt.VARCHAR, max_length=64)

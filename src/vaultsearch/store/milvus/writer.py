@@ -33,6 +33,7 @@ from vaultsearch.store.milvus.schema import (
     generation_number,
     note_fields,
     note_row,
+    run_ids,
 )
 from vaultsearch.store.milvus.target import MilvusTarget
 
@@ -71,6 +72,8 @@ class PushSummary:
     upserted_notes: int = 0
     deleted_notes: int = 0
     upserted_sentences: int = 0
+    purged_chunks: int = 0
+    """Rows of chunks an earlier push removed, deleted by this one (``_sync``)."""
     embedded: int = 0
     """Texts sent to a model: always 0, the vectors come from the catalog."""
     seconds: float = 0.0
@@ -153,10 +156,15 @@ class MilvusWriter:
         manifest: dict[str, Any] | None = None,
     ) -> PushSummary:
         """Upserts and deletes by id into ``generation``. Into the live one, the rows of
-        four collections cannot change in one step, so the manifest says ``syncing``
-        from before the first change until the last: a reader meanwhile, or after the
-        writer was killed, is told its answer may mix the two versions, and the next
-        push finds every row still different by its digest and finishes the job.
+        four collections cannot change in one step, so each note changes in one: its
+        new chunk rows are written first, unseen (a reader uses only the chunks a note
+        row lists), then its note row, which lists them instead of the old ones, and the
+        old rows, listed by no note, are deleted by the next push (a reader that read a
+        note row just before the switch still finds the chunks it lists). A reader sees
+        each note whole, as before or after the push; across notes it may see both, so
+        the manifest says ``syncing`` from before the first change until the last: a
+        reader meanwhile, or after the writer was killed, is told so, and the next push
+        finds every row still different by its digest and finishes the job.
 
         It ends with a flush of the four collections: rows left in Milvus's growing
         segments are searched without their index (Milvus Lite 3 keeps them in a memtable
@@ -170,10 +178,13 @@ class MilvusWriter:
         chunks = catalog.chunks()
         rows = {c.id: chunk_row(c, fields[c.note_id], local.stemming) for c in chunks}
         stored = {} if fresh else self._digests(names["chunks"], ("digest", "embed_hash"))
+        stored_notes = {} if fresh else self._digests(names["notes"], ("digest", "chunks"))
+        listed = {i for r in stored_notes.values() for i in run_ids(r.get("chunks") or [])}
         changed = [
             cid for cid, row in rows.items() if stored.get(cid, {}).get("digest") != row["digest"]
         ]
-        removed = [cid for cid in stored if cid not in rows]
+        removed = [cid for cid in stored if cid not in rows and cid in listed]
+        unlisted = [cid for cid in stored if cid not in rows and cid not in listed]
         new_text = [
             cid
             for cid in changed
@@ -192,12 +203,8 @@ class MilvusWriter:
             self.client.upsert(names["chunks"], data)
             if mid_sync is not None:
                 mid_sync()
-        for part in _batches(removed):
-            self.client.delete(names["chunks"], ids=part)
-        if not fresh:
-            gone = [c for c in stored if c in set(new_text) or c not in rows]
-            for part in _batches(gone):
-                self.client.delete(names["sentences"], filter=f"chunk_id in {part}")
+        for part in _batches([c for c in new_text if c in stored]):  # same id, new text
+            self.client.delete(names["sentences"], filter=f"chunk_id in {part}")
         if local.sentences:
             for part in _batches(new_text):
                 ids, vecs = local.sentence_vectors.vectors_of(catalog.sentence_units(part)[0])
@@ -209,9 +216,13 @@ class MilvusWriter:
                     self.client.upsert(names["sentences"], piece)
                 summary.upserted_sentences += len(data)
         summary.upserted_notes, summary.deleted_notes = self._sync_notes(
-            catalog, names["notes"], fresh, chunks
+            catalog, names["notes"], stored_notes, chunks
         )
+        for part in _batches(unlisted):  # listed by no note since a push before this one
+            self.client.delete(names["sentences"], filter=f"chunk_id in {part}")
+            self.client.delete(names["chunks"], ids=part)
         summary.upserted_chunks, summary.deleted_chunks = len(changed), len(removed)
+        summary.purged_chunks = len(unlisted)
         summary.chunks, summary.notes = len(rows), len(notes)
         summary.sentences = _count(self.client, names["sentences"])
         manifest = {
@@ -231,21 +242,29 @@ class MilvusWriter:
         return summary
 
     def _sync_notes(
-        self, catalog: Catalog, name: str, fresh: bool, chunks: Sequence[Any]
+        self,
+        catalog: Catalog,
+        name: str,
+        stored: dict[int, dict[str, Any]],
+        chunks: Sequence[Any],
     ) -> tuple[int, int]:
-        """The notes collection holds each note's neighbours (out- and backlinks) for the
-        graph boost; an edit changes the rows of the notes whose neighbours moved too,
-        which the digests find."""
+        """The notes collection holds each note's chunk ids and its neighbours (out- and
+        backlinks) for the graph boost; an edit changes the rows of the notes whose
+        neighbours moved too, which the digests find."""
         notes = catalog.notes()
         graph = build_graph(notes, catalog.links())
         first: dict[int, tuple[int, int]] = {}
+        ids: dict[int, list[int]] = {}
         for c in chunks:
+            ids.setdefault(c.note_id, []).append(c.id)
             if c.note_id not in first or (c.ordinal, c.id) < first[c.note_id]:
                 first[c.note_id] = (c.ordinal, c.id)
         rows = {
-            n.id: note_row(n, neighbours(graph, n.path), first.get(n.id, (0, 0))[1]) for n in notes
+            n.id: note_row(
+                n, neighbours(graph, n.path), first.get(n.id, (0, 0))[1], ids.get(n.id, [])
+            )
+            for n in notes
         }
-        stored = {} if fresh else self._digests(name, ("digest",))
         changed = [
             nid for nid, r in rows.items() if stored.get(nid, {}).get("digest") != r["digest"]
         ]
