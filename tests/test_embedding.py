@@ -85,10 +85,17 @@ def test_fingerprints_name_runtime_and_weights() -> None:
 
 
 def test_missing_extra_is_one_sentence_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = set(sys.modules)
     monkeypatch.setitem(sys.modules, "torch", None)  # what an install without the extra sees
     embedder = Embedder(EmbeddingConfig(backend="huggingface"))
-    with pytest.raises(ModelLoadError) as err:
-        embedder.embed_query("x")
+    try:
+        with pytest.raises(ModelLoadError) as err:
+            embedder.embed_query("x")
+    finally:
+        # modules imported without torch (transformers decides once whether torch is
+        # there) would break a later Hugging Face load in this process
+        for name in set(sys.modules) - before:
+            del sys.modules[name]
     assert "needs the huggingface extra" in str(err.value)
     assert err.value.fix and "vaultsearch[huggingface]" in err.value.fix
 
