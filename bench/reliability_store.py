@@ -131,6 +131,16 @@ class View:
     mixed: str | None
 
 
+def kill_outcome(after: View | None, before: View | None, want: dict[str, str]) -> str:
+    """What a killed writer left: the previous generation whole, the new one whole, or
+    a mix (the one outcome that must never happen)."""
+    if after is None or after.mixed:
+        return f"MIX ({after.mixed if after else 'no index'})"
+    if before is not None and after.notes == before.notes and after.generation == before.generation:
+        return "previous"
+    return "new" if after.notes == want else "MIX (notes of neither)"
+
+
 def view(index_dir: Path) -> View | None:
     """What a reader opening now gets, checked for agreement between every part: the
     published generation and its catalog in one read transaction, as a search holds
@@ -202,19 +212,7 @@ def kills(
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         half_built = len(IndexLayout(index_dir).all_generations()) > 1
-        after = view(index_dir)
-        if after is None or after.mixed:
-            outcome = f"MIX ({after.mixed if after else 'no index'})"
-        elif (
-            before is not None
-            and after.notes == before.notes
-            and after.generation == before.generation
-        ):
-            outcome = "previous"
-        elif after.notes == want:
-            outcome = "new"
-        else:
-            outcome = "MIX (notes of neither)"
+        outcome = kill_outcome(view(index_dir), before, want)
         rows.append({"kind": kind, "killed_running": running, "half_built_left": half_built,
                      "outcome": outcome})  # fmt: skip
         print(
@@ -477,19 +475,7 @@ def merge_kills(
             _, said = proc.communicate(timeout=1800)
             running = proc.returncode == -signal.SIGKILL
             span = max(span, time.perf_counter() - t)
-        after = view(index_dir)
-        if after is None or after.mixed:
-            outcome = f"MIX ({after.mixed if after else 'no index'})"
-        elif (
-            before is not None
-            and after.notes == before.notes
-            and after.generation == before.generation
-        ):
-            outcome = "previous"
-        elif after.notes == want:
-            outcome = "new"
-        else:
-            outcome = "MIX (notes of neither)"
+        outcome = kill_outcome(view(index_dir), before, want)
         merged = (
             compactions(lists, lists_of(index_dir))["segments_merged"] if outcome == "new" else None
         )
