@@ -122,7 +122,12 @@ def test_health_and_openapi_name_every_route(served: Served) -> None:
         assert c.get("/health").json() == {"status": "ok"}
         spec = c.get("/openapi.json").json()
     assert spec["openapi"] == "3.1.0"
-    assert set(spec["paths"]) == {r.path for r in rest_routes(served.ctx)}  # type: ignore[attr-defined]
+    routes = {r.path: r.methods for r in rest_routes(served.ctx)}  # type: ignore[attr-defined]
+    assert set(spec["paths"]) == set(routes)
+    for path, operations in spec["paths"].items():
+        assert {m.upper() for m in operations} <= routes[path]
+    with served.client() as c:
+        assert c.get("/rebuild-index").status_code == 405  # the method the description gives
     assert spec["paths"]["/rebuild-index"]["post"]["responses"].keys() >= {"202", "409"}
 
 
