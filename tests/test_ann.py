@@ -105,6 +105,8 @@ def test_search_through_the_index_ranks_as_flat_with_tombstones_and_allowed(
             got = reader.search(q, 10, allowed)
             assert got == flat.search(q, 10, allowed)
             assert {i for i, _ in got} <= set(allowed.tolist())
+    # the candidates were decoded alone: no float32 copy of a whole segment is held
+    assert not any("decoded" in s.__dict__ for s in reader.segments)
 
 
 def test_the_approximate_path_finds_the_true_neighbours_of_real_vectors(

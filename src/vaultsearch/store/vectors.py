@@ -207,8 +207,18 @@ def _segment_top(
         picked = np.flatnonzero(mask)
     else:
         picked = ann.candidates(seg.ann_index, query, k, mask)
-    scores, at = _flat_top(query, np.asarray(float_rows(seg)[picked]), k, None)
+    scores, at = _flat_top(query, _candidate_rows(seg, picked), k, None)
     return scores, picked[at]
+
+
+def _candidate_rows(seg: Segment, picked: np.ndarray) -> np.ndarray:
+    """The candidates' rows as float32, decoded alone: a segment big enough for an
+    approximate index is too big to hold decoded (1.5 GB at a million float16 rows),
+    and a row decodes to the same floats alone as in its segment."""
+    cached = seg.__dict__.get("decoded")
+    if cached is not None:
+        return np.asarray(cached[picked])
+    return decode(seg.take_rows(picked))
 
 
 def _flat_top(
