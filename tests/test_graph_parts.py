@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,9 +19,10 @@ import pytest
 from tests.conftest import HANG_GUARD, live_catalog, run_check, write_files
 from vaultsearch import Vault
 from vaultsearch.store.derived.graph import GraphPart
-from vaultsearch.store.graph import build_graph, graph_data, load_graph
+from vaultsearch.store.graph import build_graph, graph_data, load_graph, read_delta
 from vaultsearch.store.graphdelta import PARTS_FOLDER, delta_path, parts_folder, read_listing
 from vaultsearch.store.layout import Generation, IndexLayout
+from vaultsearch.store.manifest import file_crc32, read_state, write_state
 from vaultsearch.store.segments import tier
 
 NOTES = 40
@@ -211,4 +213,38 @@ def test_a_damaged_part_is_found_and_repaired(tmp_path: Path, embedder: object, 
         assert vault.search("Note 1 links", mode="hybrid")  # read as no graph, not an error
         vault.manager().repair()
         assert vault.manager().verify().ok
+    _same_as_built(index_dir)
+
+
+def test_a_delta_of_the_previous_format_is_read_and_written_as_the_first_part(
+    tmp_path: Path, embedder: object
+) -> None:
+    """An index written before parts kept the delta's records inside its list file: a
+    search reads it, and the next update writes those records as a part before its own."""
+    root = _vault(tmp_path / "vault", 6)
+    index_dir = tmp_path / "index"
+    with Vault.open(root, index_dir=index_dir) as vault:
+        vault.index()
+        for k in range(2):
+            (root / f"n/Note {k}.md").write_text(_note(k, 1), encoding="utf-8")
+            vault.index()
+    live = IndexLayout(index_dir).live
+    graph = GraphPart.location(live)
+    listing = read_listing(graph)
+    records = read_delta(graph)[1]
+    assert len(listing.parts) == 2 and len(records) == 2
+    old = {"base": listing.base, "records": records}
+    delta_path(graph).unlink()
+    delta_path(graph).write_text(json.dumps(old), encoding="utf-8")
+    shutil.rmtree(parts_folder(graph))
+    state = read_state(live.root) or {}
+    write_state(live.root, {**state, "graph_delta_crc32": file_crc32(delta_path(graph))})
+    with Vault.open(root, index_dir=index_dir) as vault:
+        assert vault.manager().verify().ok
+        (root / "n/Note 4.md").write_text(_note(4, 1), encoding="utf-8")
+        vault.index()
+        assert vault.manager().verify().ok
+    graph = GraphPart.location(IndexLayout(index_dir).live)
+    assert [p.records for p in read_listing(graph).parts] == [2, 1]
+    assert not read_listing(graph).inline
     _same_as_built(index_dir)
