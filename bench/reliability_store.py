@@ -596,6 +596,8 @@ def file_kind(rel: Path) -> str:
         return f"{part} segment {name.split('.')[-2]}"
     if name.endswith(".faiss"):
         return "HNSW file"
+    if rel.parent.name == "graph-parts":
+        return "graph part"
     if rel.parent.name == "keywords":
         return "Tantivy meta" if name.endswith(".json") else "Tantivy segment"
     if rel.parent.name == "catalogs":

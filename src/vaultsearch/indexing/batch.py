@@ -156,7 +156,7 @@ class BatchEmbedder:
                 found.update(source.embedding_blobs(key, need))
                 need = [h for h in need if h not in found]
         if found:
-            with catalog.transaction():
+            with catalog.run_embeddings():
                 catalog.put_embedding_blobs(key, found)
         # by length: each model call then pads its texts to nearly the same length
         missing = sorted(((h, wanted[h]) for h in need if h not in found), key=_text_len)
@@ -184,7 +184,7 @@ class BatchEmbedder:
                 progress.advance(files=share, chunks=len(piece))
             if not part:
                 raise failure or Cancelled()
-            with catalog.transaction():
+            with catalog.run_embeddings():
                 vectors = normalize(np.vstack(vecs))
                 catalog.put_embeddings(key, zip((h for h, _ in part), vectors, strict=True))
             self.cache.put(key, dict(zip((h for h, _ in part), vectors, strict=True)))

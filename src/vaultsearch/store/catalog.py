@@ -361,6 +361,21 @@ class Catalog:
             raise
         self.db.commit()
 
+    @contextmanager
+    def run_embeddings(self) -> Iterator[sqlite3.Connection]:
+        """Where a batch puts the vectors it embedded or found: inside a run, straight
+        into the run's transaction, without a savepoint. A savepoint made SQLite copy
+        each page of the temp table that an insert changed into a statement journal
+        first (a temp file: inserts by hash touch pages all over the table), 330 to 400
+        MB for the 45k chunks of a first build; the rows are a cache of vectors, so a
+        batch rolled back leaves rows no chunk names, which harms nothing, and a run
+        rolled back takes them with it."""
+        if self.in_run:
+            yield self.db
+            return
+        with self.transaction() as db:
+            yield db
+
     def begin_run(self) -> None:
         """Everything until ``finish`` is one transaction: readers of this catalog see
         none of it until the generation it belongs to is published."""

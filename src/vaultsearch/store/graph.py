@@ -17,14 +17,9 @@ import networkx as nx
 
 from vaultsearch.store.atomic import atomic_write_bytes
 from vaultsearch.store.catalog import LinkRow, NoteRow
+from vaultsearch.store.graphdelta import Record, delta_path, delta_records, read_listing
 
-DELTA_NAME = "graph.delta.json"
-"""Beside ``graph.json``: the node records written since it, so an edit rewrites a
-file the size of what changed since the last compaction, not the whole graph."""
-
-Record = dict[str, Any] | None
-"""One note's node as a delta holds it: its attributes and outgoing edges, or None for
-a note that is gone."""
+__all__ = ["Record", "delta_path"]
 
 
 def build_graph(notes: Iterable[NoteRow], links: Iterable[LinkRow]) -> nx.DiGraph:
@@ -139,22 +134,11 @@ def _apply(g: nx.DiGraph, records: dict[str, Record]) -> None:
                 g.add_edge(path, target, count=count, embeds=embeds)
 
 
-def delta_path(graph_path: Path) -> Path:
-    return graph_path.with_name(DELTA_NAME)
-
-
 def read_delta(graph_path: Path) -> tuple[dict[str, Any], dict[str, Record]]:
-    """(header, records) of the delta beside ``graph_path``; none when it has none (an
-    index from before deltas)."""
-    path = delta_path(graph_path)
-    if not path.is_file():
-        return {}, {}
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return dict(data.get("base", {})), dict(data.get("records", {}))
-
-
-def write_delta(graph_path: Path, base: dict[str, Any], records: dict[str, Record]) -> None:
-    _write_compact(delta_path(graph_path), {"base": base, "records": records})
+    """(header, records) of the delta beside ``graph_path``, its parts applied in order;
+    none when it has none (an index from before deltas)."""
+    listing = read_listing(graph_path)
+    return listing.base, delta_records(graph_path, listing)
 
 
 def save_graph(g: nx.DiGraph, path: Path) -> None:

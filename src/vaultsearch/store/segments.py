@@ -418,9 +418,16 @@ def merge_plan(entries: list[Entry]) -> list[list[int]]:
     by position, as one flat index did): ``TIER`` neighbours of like size at a time,
     oldest first, until no such run is left. A run of one is rewritten only when its
     dead share passed ``MAX_DEAD``; fully dead segments are dropped."""
-    groups = [[i] for i, e in enumerate(entries) if e.live > 0]
+    kept = [i for i, e in enumerate(entries) if e.live > 0]
+    return [[kept[i] for i in g] for g in tier_runs([entries[i].live for i in kept])]
+
+
+def tier_runs(counts: list[int]) -> list[list[int]]:
+    """``merge_plan`` over bare sizes (the graph's delta parts merge by it too): runs of
+    neighbouring positions, each run one part after the merge."""
+    groups = [[i] for i in range(len(counts))]
     while True:
-        sizes = [sum(entries[i].live for i in g) for g in groups]
+        sizes = [sum(counts[i] for i in g) for g in groups]
         j = next(
             (
                 j
@@ -433,7 +440,7 @@ def merge_plan(entries: list[Entry]) -> list[list[int]]:
             break
         groups[j : j + TIER] = [[i for g in groups[j : j + TIER] for i in g]]
     while len(groups) > MAX_SEGMENTS:
-        sizes = [sum(entries[i].live for i in g) for g in groups]
+        sizes = [sum(counts[i] for i in g) for g in groups]
         j = min(range(len(groups) - 1), key=lambda j: sizes[j] + sizes[j + 1])
         groups[j : j + 2] = [groups[j] + groups[j + 1]]
     return groups

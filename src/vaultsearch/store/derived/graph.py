@@ -1,10 +1,12 @@
 """The wikilink graph as a derived index: a base file (``graph.json``, node-link JSON)
 that generations share by hard link, and a delta beside it holding the records of the
-notes changed since (``store/graph.py``). An update records the notes the run touched
-and the notes whose links now resolve elsewhere (``catalog.graph_sources``, filled by
-the link resolution) without loading the graph; past a share of the base's notes the
-commit writes a new base from the catalog and an empty delta. A new generation builds
-the base whole.
+notes changed since, in immutable parts (``store/graphdelta.py``). An update writes a
+part of the notes the run touched and the notes whose links now resolve elsewhere
+(``catalog.graph_sources``, filled by the link resolution) without loading the graph,
+and merges like-sized neighbouring parts; only once the parts hold more records than
+the base holds notes does the commit write a new base from the catalog and an empty
+delta, so a base is rewritten after as many changed records as it is large. A new
+generation builds the base whole.
 
 A search reads it as a boost: a fused note lends a share of its score to the notes it
 links with (``LinkGraph.neighbours``)."""
@@ -13,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -23,25 +24,39 @@ from vaultsearch.store.atomic import link_or_copy
 from vaultsearch.store.catalog import Catalog, open_catalog_for_reading
 from vaultsearch.store.derived.base import Batch, DerivedSettings, Role
 from vaultsearch.store.graph import (
-    Record,
     apply_records,
     build_graph,
-    delta_path,
     followed,
     graph_data,
     load_graph,
     neighbours,
     node_records,
-    read_delta,
     save_graph,
-    write_delta,
+)
+from vaultsearch.store.graphdelta import (
+    PARTS_FOLDER,
+    Known,
+    Listing,
+    Part,
+    Record,
+    delta_path,
+    delta_records,
+    link_parts,
+    merged,
+    part_path,
+    read_listing,
+    remove_unlisted,
+    write_listing,
+    write_part,
 )
 from vaultsearch.store.layout import Generation
 from vaultsearch.store.manifest import file_crc32, read_state
+from vaultsearch.store.segments import tier_runs
 
 COMPACT_MIN = 512
-"""A delta of more records than this, and than a tenth of the base's notes, is folded
-into a new base."""
+"""A delta of more records than this, and than the base has notes, is folded into a
+new base: a base is then rewritten once per as many changed records as it holds, and a
+small base is not rewritten at every edit."""
 
 
 class GraphPart:
@@ -58,16 +73,18 @@ class GraphPart:
     def __init__(self, generation: Generation, settings: DerivedSettings) -> None:
         self.path = self.location(generation)
         self.root = generation.root
+        self.number = generation.number
         self.counted: tuple[int, int, int] | None = None
         """(catalog generation, edges, broken links) the state this generation was made
         from recorded: what an update's counts start from."""
         self.fresh = True
-        self.base: dict[str, Any] = {}
-        self.delta: dict[str, Record] = {}
+        self.listing = Listing()
         self.touched: set[str] = set()
+        self.named = 0
+        """Part names given by this generation's commits."""
 
     def open(self, fresh: bool) -> None:
-        self.touched, self.base, self.delta = set(), {}, {}
+        self.touched, self.listing = set(), Listing()
         self.fresh = fresh or not self.path.is_file()
         self.counted = None
         if self.fresh:
@@ -77,9 +94,11 @@ class GraphPart:
         if isinstance(number, int) and isinstance(edges, int) and isinstance(broken, int):
             self.counted = (number, edges, broken)
         try:
-            self.base, self.delta = read_delta(self.path)
+            self.listing = read_listing(self.path)
         except Exception as exc:
             raise ValueError(f"graph: unreadable ({type(exc).__name__})") from exc
+        if (reason := self._parts_damage(self.listing)) is not None:
+            raise ValueError(f"graph: {reason}")  # a merge would fail on it
 
     def level_with(self, catalog: Catalog) -> bool:
         """A crashed run left the catalog as it was published (its one transaction
@@ -98,6 +117,7 @@ class GraphPart:
     def commit(self, catalog: Catalog) -> dict[str, Any]:
         sources, catalog.graph_sources = catalog.graph_sources, set()
         counts = None
+        records: dict[str, Record] = {}
         if not self.fresh:
             present = catalog.paths_present(self.touched)
             sources |= {n.id for p in present if (n := catalog.note_by_path(p)) is not None}
@@ -105,23 +125,47 @@ class GraphPart:
             links = catalog.links_of(sources)
             named = {link.target_path for link in links if link.target_path}
             exists = catalog.paths_present(named) | {n.path for n in notes}
-            self.delta.update({p: None for p in self.touched - present})
-            self.delta.update(node_records(notes, links, exists.__contains__))
+            records.update({p: None for p in self.touched - present})
+            records.update(node_records(notes, links, exists.__contains__))
             counts = self._counts_after(catalog, sources)
         self.touched = set()
-        if self.fresh or len(self.delta) > max(COMPACT_MIN, int(self.base.get("nodes", 0)) // 10):
+        listing = self.listing
+        if self.fresh or listing.records + len(records) > max(
+            COMPACT_MIN, int(listing.base.get("nodes", 0))
+        ):
             graph = build_graph(catalog.notes(), catalog.links())
             save_graph(graph, self.path)
-            self.base = {"nodes": graph.number_of_nodes(), "crc32": file_crc32(self.path)}
-            self.delta, self.fresh = {}, False
-        write_delta(self.path, self.base, self.delta)
+            base = {"nodes": graph.number_of_nodes(), "crc32": file_crc32(self.path)}
+            self.listing, self.fresh = Listing(base), False
+        else:
+            self.listing = Listing(listing.base, self._parts(listing, records))
+        write_listing(self.path, self.listing.base, self.listing.parts)
+        remove_unlisted(self.path, self.listing.parts)
         edges, broken = counts or catalog.graph_counts()
         return {
-            "graph_crc32": self.base.get("crc32"),
+            "graph_crc32": self.listing.base.get("crc32"),
             "graph_delta_crc32": file_crc32(delta_path(self.path)),
             "links": edges,
             "unresolved_links": broken,
         }
+
+    def _parts(self, listing: Listing, records: dict[str, Record]) -> tuple[Part, ...]:
+        """The list's parts with ``records`` as a new one (after the records of an older
+        index's list, written as a part first), like-sized neighbours merged."""
+        parts = list(listing.parts)
+        for batch in (listing.inline, records):
+            if batch:
+                parts.append(write_part(self.path, self._name(), batch))
+        for run in reversed(tier_runs([p.records for p in parts])):
+            if len(run) > 1:
+                parts[run[0] : run[-1] + 1] = [
+                    merged(self.path, parts[run[0] : run[-1] + 1], self._name())
+                ]
+        return tuple(parts)
+
+    def _name(self) -> str:
+        self.named += 1
+        return f"graph-{self.number:06d}-{self.named - 1:03d}"
 
     def _counts_after(self, catalog: Catalog, sources: set[int]) -> tuple[int, int] | None:
         """The counts the generation started from, less what the changed notes' links
@@ -169,6 +213,20 @@ class GraphPart:
                 return f"{path.name} is missing"
             if crc is not None and crc != file_crc32(path):
                 return f"{path.name} differs from the checksum the writer recorded"
+        try:
+            listing = read_listing(self.path)
+        except Exception as exc:
+            return f"{delta_path(self.path).name} is unreadable ({type(exc).__name__})"
+        return self._parts_damage(listing)
+
+    def _parts_damage(self, listing: Listing) -> str | None:
+        """One read of each part (the delta's records are at most the base's notes)."""
+        for part in listing.parts:
+            path = part_path(self.path, part.name)
+            if not path.is_file():
+                return f"{PARTS_FOLDER}/{path.name} is missing"
+            if file_crc32(path) != part.crc32:
+                return f"{PARTS_FOLDER}/{path.name} differs from the checksum the writer recorded"
         return None
 
     def reader(self, previous: Any = None) -> LinkGraph:
@@ -176,21 +234,27 @@ class GraphPart:
         from the same base (only the delta's records that differ are applied to it)."""
         if not self.path.is_file():
             return LinkGraph(nx.DiGraph())
-        base, records = read_delta(self.path)
+        listing = read_listing(self.path)
+        known: Known = {}
+        if isinstance(previous, LinkGraph):
+            wanted = {(p.name, p.crc32) for p in listing.parts}
+            known = {k: v for k, v in previous.parts.items() if k in wanted}
+        records = delta_records(self.path, listing, known)
+        base = listing.base
         if (
             isinstance(previous, LinkGraph)
             and (changed := previous.changes_to(base, _base_key(self.path), records)) is not None
         ):
             graph = followed(previous.graph, changed) if changed else previous.graph
             return LinkGraph(
-                graph, base, _base_key(self.path), records, previous.base_paths, followed=True
+                graph, base, _base_key(self.path), records, previous.base_paths, True, known
             )
         data: dict[str, Any] = json.loads(self.path.read_text(encoding="utf-8"))
         graph = nx.node_link_graph(data, directed=True, edges="edges")
         paths = frozenset(graph)
         if records:
             apply_records(graph, records)
-        return LinkGraph(graph, base, _base_key(self.path), records, paths)
+        return LinkGraph(graph, base, _base_key(self.path), records, paths, parts=known)
 
     @classmethod
     def empty(cls, settings: DerivedSettings) -> LinkGraph:
@@ -206,12 +270,12 @@ class GraphPart:
 
     @classmethod
     def carry(cls, source: Generation, target: Generation) -> None:
-        """The base is never rewritten in place: linked; the delta is copied."""
+        """The base and the delta's parts are never rewritten in place: linked; the
+        delta's list is copied."""
         base = cls.location(source)
         if base.is_file():
             link_or_copy(base, cls.location(target))
-        if delta_path(base).is_file():
-            shutil.copyfile(delta_path(base), delta_path(cls.location(target)))
+        link_parts(base, cls.location(target))
 
     @staticmethod
     def status(reader: Any) -> dict[str, int]:
@@ -250,6 +314,7 @@ class LinkGraph:
         records: dict[str, Record] | None = None,
         base_paths: frozenset[str] = frozenset(),
         followed: bool = False,
+        parts: Known | None = None,
     ) -> None:
         self.graph = graph
         self.followed = followed
@@ -258,6 +323,8 @@ class LinkGraph:
         self.base_key = base_key
         self.records = records or {}
         self.base_paths = base_paths
+        self.parts: Known = parts or {}
+        """The delta's parts it read, for the next generation's reader."""
 
     def changes_to(
         self, base: dict[str, Any], base_key: tuple[int, int, int], records: dict[str, Record]
