@@ -226,12 +226,21 @@ def _edited_note(vault: Path) -> Path:
     return notes[len(notes) // 2]  # a note of median size
 
 
-def measure(copies: int, edits: int, queries: int, keep: bool) -> dict[str, Any]:
-    work = Path(tempfile.mkdtemp(prefix=f"vaultsearch-scale-{copies}-"))
+def measure(
+    copies: int, edits: int, queries: int, keep: bool, reuse: Path | None = None
+) -> dict[str, Any]:
+    """One size's row; with ``reuse`` (a folder kept by ``--keep``) the build is not run
+    again and its figures are those of the run that kept it (``build.json``)."""
+    work = reuse or Path(tempfile.mkdtemp(prefix=f"vaultsearch-scale-{copies}-"))
     try:
-        vault = _make_vault(work, copies)
         index_dir = work / "index"
-        build = _run_once("build", vault, index_dir)
+        if reuse is None:
+            vault = _make_vault(work, copies)
+            build = _run_once("build", vault, index_dir)
+            (work / "build.json").write_text(json.dumps(build), encoding="utf-8")
+        else:
+            vault = work / "vault"
+            build = json.loads((work / "build.json").read_text(encoding="utf-8"))
         from vaultsearch.store.layout import IndexLayout
 
         layout = IndexLayout(index_dir)
@@ -291,7 +300,7 @@ def measure(copies: int, edits: int, queries: int, keep: bool) -> dict[str, Any]
             "status_rss": status_rss,
         }
     finally:
-        if keep:
+        if keep or reuse is not None:
             print(f"kept {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
@@ -371,6 +380,11 @@ def main() -> None:
     parser.add_argument("--label", default="this branch")
     parser.add_argument("--keep", action="store_true", help="keep the temp folders")
     parser.add_argument(
+        "--reuse",
+        type=Path,
+        help="measure again a folder kept by --keep (one size), without building it",
+    )
+    parser.add_argument(
         "--no-sentences",
         action="store_true",
         help="embedding.sentences = false: chunk vectors only (a cold cache embeds 6x less)",
@@ -384,9 +398,12 @@ def main() -> None:
         args.label += " (embedding.sentences = false)"
     rows = []
     for copies in (int(s) for s in args.sizes.split(",")):
-        row = measure(copies, args.edits, args.queries, args.keep)
+        row = measure(copies, args.edits, args.queries, args.keep, args.reuse)
         print(json.dumps(row), flush=True)
         rows.append(row)
+    if args.reuse is not None:  # one size of another run: the curve stays as it was
+        print(report(rows, args.label, args.edits))
+        return
     write_section(
         "scale",
         "Scale",
