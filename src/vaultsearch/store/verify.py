@@ -20,7 +20,7 @@ from vaultsearch.store.derived import DERIVED, DerivedSettings
 from vaultsearch.store.generations import hold_published
 from vaultsearch.store.keywords import tokenizer_name
 from vaultsearch.store.layout import Generation, IndexLayout
-from vaultsearch.store.manifest import read_json, state_checksum
+from vaultsearch.store.manifest import manifest_problem, read_json, state_checksum
 from vaultsearch.store.writer import MAX_CHANGES, catalog_problems
 
 _COUNTED = {"vectors": "vectors", "keywords": "keyword_docs"}
@@ -158,7 +158,9 @@ def _compare(report: CheckReport, generation: Generation, catalog: Catalog, conf
         report.problems.append(
             f"state: commit {state.get('generation')} != catalog {catalog.generation}"
         )
-    elif (problem := _changes_problem(state)) is not None:
+    elif problem := _changes_problem(state) or (
+        manifest_problem(generation.manifest, state) if manifest is not None else None
+    ):
         report.problems.append(problem)
     for cls in DERIVED:
         part = cls(generation, settings)
