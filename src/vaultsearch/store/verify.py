@@ -149,7 +149,8 @@ def _compare(report: CheckReport, generation: Generation, catalog: Catalog, conf
         report.problems.append("manifest: missing or unreadable")
     state = read_json(generation.state)
     settings = settings_of(generation, config)
-    report.counts = {"notes": catalog.count("notes"), "chunks": catalog.count("chunks")}
+    report.counts = {"notes": catalog.counted("notes"), "chunks": catalog.counted("chunks")}
+    report.problems += catalog.count_problems()
     if state is None:
         report.problems.append("state: missing or unreadable")
     elif state.get("checksum") != state_checksum(state):

@@ -59,8 +59,10 @@ class GenerationWriter:
             raise
 
     def level(self) -> list[str]:
-        """Bring every derived index level with the catalog (after a crash)."""
-        return [
+        """Bring every derived index level with the catalog (after a crash), and the
+        catalog's kept counts level with its rows (the only full count a writer makes)."""
+        lines = ["catalog: its kept counts recounted"] if self.catalog.recount() else []
+        return lines + [
             f"{part.name}: brought level with the catalog"
             for part in self.parts
             if part.level_with(self.catalog)
