@@ -2,48 +2,52 @@
 
 ``SELECT COUNT(*)`` walks a whole b-tree: every edit's state file, ``status`` after it
 and the link resolver's size test counted every note, chunk and link again, work that
-grows with the vault while the edit does not. SQLite triggers keep one row per table
-up to date inside the transaction that changes the table (a cascading delete of a
+grows with the vault while the edit does not. SQLite triggers keep one meta row per
+table up to date inside the transaction that changes the table (a cascading delete of a
 note's chunks and links fires them too), so a kept count is as transactional as the
 rows it counts: a reader's snapshot sees the count of its own rows. ``check`` compares
 each kept count with a real ``COUNT(*)`` (``problems``) and a repair recounts.
 
-A catalog from before the table is given it by its first writer (one full count, once);
-a reader of such a catalog counts rows as before.
+A catalog from before the kept counts is given them by its first writer (one full count,
+once); a reader of such a catalog counts rows as before.
 """
 
 from __future__ import annotations
 
 import sqlite3
 
-TABLE = "row_counts"
+PREFIX = "rows."
+"""Meta keys ``rows.notes``, ``rows.chunks``, ``rows.links``: rows of the meta table,
+whose page every run writes anyway (the generation it publishes), so keeping the counts
+there adds no page to an edit's WAL (a table of their own added one, 16 KB with its
+checkpoint, at every edit)."""
 COUNTED = ("notes", "chunks", "links")
 
-_SCHEMA = [
-    f"CREATE TABLE IF NOT EXISTS {TABLE} (name TEXT PRIMARY KEY, n INTEGER NOT NULL)",
-    *(
-        f"CREATE TRIGGER IF NOT EXISTS {TABLE}_{t}_{when} AFTER {event} ON {t} BEGIN"
-        f" UPDATE {TABLE} SET n=n{step} WHERE name='{t}'; END"
-        for t in COUNTED
-        for when, event, step in (("in", "INSERT", "+1"), ("out", "DELETE", "-1"))
-    ),
+_EVENTS = (("in", "INSERT", "+1"), ("out", "DELETE", "-1"))
+_NAMES = [f"count_{t}_{when}" for t in COUNTED for when, _, _ in _EVENTS]
+_TRIGGERS = [
+    f"CREATE TRIGGER IF NOT EXISTS count_{t}_{when} AFTER {event} ON {t} BEGIN"
+    f" UPDATE meta SET value=CAST(value AS INTEGER){step} WHERE key='{PREFIX}{t}'; END"
+    for t in COUNTED
+    for when, event, step in _EVENTS
 ]
 
 
 def install(db: sqlite3.Connection) -> None:
-    """The table and its triggers, with every count taken once, in one transaction: a
-    new catalog starts at zero, an older one is counted as it stands."""
-    if _has_table(db):
+    """The triggers, with every count taken once, in one transaction: a new catalog
+    starts at zero, an older one is counted as it stands."""
+    if _installed(db):
         return
     db.execute("BEGIN IMMEDIATE")
     try:
-        if not _has_table(db):  # another writer's connection may have won the race
-            for statement in _SCHEMA:
+        if not _installed(db):  # another writer's connection may have won the race
+            for statement in _TRIGGERS:
                 db.execute(statement)
             for table in COUNTED:
                 db.execute(
-                    f"INSERT INTO {TABLE}(name, n) VALUES (?, (SELECT COUNT(*) FROM {table}))",
-                    (table,),
+                    "INSERT OR REPLACE INTO meta(key, value)"
+                    f" VALUES (?, (SELECT COUNT(*) FROM {table}))",
+                    (PREFIX + table,),
                 )
     except BaseException:
         db.rollback()
@@ -51,11 +55,13 @@ def install(db: sqlite3.Connection) -> None:
     db.commit()
 
 
-def _has_table(db: sqlite3.Connection) -> bool:
-    row = db.execute(
-        "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (TABLE,)
-    ).fetchone()
-    return row is not None
+def _installed(db: sqlite3.Connection) -> bool:
+    marks = ",".join("?" * len(_NAMES))
+    triggers = db.execute(
+        f"SELECT COUNT(*) FROM sqlite_master WHERE type='trigger' AND name IN ({marks})",
+        _NAMES,
+    ).fetchone()[0]
+    return triggers == len(_TRIGGERS) and all(kept(db, t) is not None for t in COUNTED)
 
 
 def kept(db: sqlite3.Connection, table: str) -> int | None:
@@ -64,10 +70,13 @@ def kept(db: sqlite3.Connection, table: str) -> int | None:
     if table not in COUNTED:
         return None
     try:
-        row = db.execute(f"SELECT n FROM {TABLE} WHERE name=?", (table,)).fetchone()
+        row = db.execute("SELECT value FROM meta WHERE key=?", (PREFIX + table,)).fetchone()
     except sqlite3.OperationalError:
         return None
-    return None if row is None else int(row[0])
+    try:
+        return None if row is None else int(row[0])
+    except (TypeError, ValueError):
+        return None
 
 
 def counted(db: sqlite3.Connection, table: str) -> int:
@@ -92,6 +101,6 @@ def recount(db: sqlite3.Connection) -> bool:
     for table in COUNTED:
         have = kept(db, table)
         if have is not None and have != (real := counted(db, table)):
-            db.execute(f"UPDATE {TABLE} SET n=? WHERE name=?", (real, table))
+            db.execute("UPDATE meta SET value=? WHERE key=?", (str(real), PREFIX + table))
             wrong = True
     return wrong
