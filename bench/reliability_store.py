@@ -26,6 +26,7 @@ import io
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import sqlite3
@@ -64,6 +65,9 @@ of a chunk's text, a note's title or a link's target changes case (a flipped bit
 keeps UTF-8).
 SQLite checksums no row; the row's own checksum (``store/rowsums.py``) is what finds it.
 The random cases found such damage only when a random byte happened to land there."""
+JSON_DAMAGES = ("json-number",)
+"""Damage to the manifest that still parses: one bit of a number's last digit (a chunk
+size of 1000 read as 1001). Only the digest the state file records finds it."""
 
 
 # --- the vault and the processes ----------------------------------------------------
@@ -566,6 +570,11 @@ def damage(path: Path, how: str, rng: random.Random) -> None:
         path.unlink()
         return
     data = bytearray(path.read_bytes())
+    if how in JSON_DAMAGES:
+        ends = [m.end() - 1 for m in re.finditer(rb"(?<=: )\d+(?=[,\n])", data)]
+        data[rng.choice(ends)] ^= 0x01
+        replace_bytes(path, bytes(data))
+        return
     if how == "truncate":
         data = data[: len(data) // 2]
     elif how == "randomise":
@@ -643,6 +652,7 @@ def corruption(
     rows = []
     cases = [(t, how) for t in targets for how in DAMAGES]
     cases += [(live.catalog, how) for how in ROW_DAMAGES]
+    cases += [(live.manifest, how) for how in JSON_DAMAGES]
     for target, how in cases:
         damaged = work / "damaged"
         shutil.rmtree(damaged, ignore_errors=True)

@@ -95,6 +95,9 @@ def test_values_are_typed_by_the_key(vault: Path, monkeypatch: pytest.MonkeyPatc
         ("VAULTSEARCH_WATCH_ENABLED", "perhaps", "expected true or false"),
         ("VAULTSEARCH_SEARCH_RECENCY_TIERS", "[[3,", r"expected a TOML \[\.\.\.\] value"),
         ("VAULTSEARCH_SEARCH_FUSION", "median", "search.fusion"),
+        ("VAULTSEARCH_INDEX_FIRST_BATCH", "0", r"'index\.first_batch' = 0 is invalid: .* files"),
+        ("VAULTSEARCH_INDEX_PUBLISH_SECONDS", "0", r"'index\.publish_seconds' = 0\.0 is inv"),
+        ("VAULTSEARCH_INDEX_FILL_NOTES", "-3", r"'index\.fill_notes' = -3 is invalid: .* notes"),
     ],
 )
 def test_a_wrong_variable_is_one_sentence_naming_it(

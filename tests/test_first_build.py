@@ -5,6 +5,7 @@ what is missing."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -20,7 +21,7 @@ from tests.corpus import WORDS
 from tests.test_rest import serve
 from vaultsearch import Vault
 from vaultsearch.app.live import LiveIndex
-from vaultsearch.indexing import manager as manager_module
+from vaultsearch.config import Config
 from vaultsearch.indexing.runner import RunSnapshot
 from vaultsearch.server.http.rest import ControlContext, rest_app
 from vaultsearch.store.derived.sentences import read_pending
@@ -28,6 +29,10 @@ from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.manifest import read_state
 
 TOPICS = ["falcons", "glaciers", "violins", "orchards", "lighthouses", "volcanoes"]
+
+
+def _with_index(config: Config, **settings: object) -> Config:
+    return dataclasses.replace(config, index=dataclasses.replace(config.index, **settings))
 
 
 def _notes(n: int) -> dict[str, str | bytes]:
@@ -50,6 +55,23 @@ def _state(index_dir: Path) -> dict[str, int]:
     return (read_state(current.root) or {}) if current is not None else {}
 
 
+@pytest.mark.parametrize("first_batch", [32, 50])
+def test_index_first_batch_decides_whether_a_build_runs_in_two_stages(
+    tmp_path: Path, embedder: object, monkeypatch: pytest.MonkeyPatch, first_batch: int
+) -> None:
+    """40 notes: more than the default 32 embed their sentences in a second stage, not
+    more than a first batch of 50 embed them as they go."""
+    monkeypatch.setenv("VAULTSEARCH_INDEX_FIRST_BATCH", str(first_batch))
+    root = write_files(tmp_path / "vault", _notes(40))
+    with Vault.open(root, index_dir=tmp_path / "index") as vault:
+        vault.manager().defer_sentences = True
+        first = vault.index()
+        awaiting = vault.status()["notes_awaiting_sentences"]
+    assert (first.sentences_embedded == 0, awaiting) == (
+        (True, 40) if first_batch < 40 else (False, 0)
+    )
+
+
 def test_stage_one_is_searchable_and_status_counts_the_stages(
     tmp_path: Path, embedder: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -70,7 +92,7 @@ def test_stage_one_is_searchable_and_status_counts_the_stages(
         hits = vault.search("how many does the keeper count every morning, record 17")
         assert hits and hits[0].path == "topic5/note 0017.md"
 
-        monkeypatch.setattr(manager_module, "FILL_NOTES", 10)
+        manager.use_config(_with_index(manager.config, fill_notes=10))
         step = manager.fill_sentences(steps=1)
         assert step.sentences_embedded > 0 and step.chunks_embedded == 0
         status = vault.status()
@@ -158,7 +180,7 @@ def test_a_live_index_adds_the_sentences_after_its_update_in_steps(
 ) -> None:
     n = 40
     root = write_files(tmp_path / "vault", _notes(n))
-    monkeypatch.setattr(manager_module, "FILL_NOTES", 16)
+    monkeypatch.setenv("VAULTSEARCH_INDEX_FILL_NOTES", "16")
     with Vault.open(root) as vault:
         runs: list[tuple[str, str | None, int]] = []
 

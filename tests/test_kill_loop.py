@@ -247,3 +247,43 @@ def test_sigkill_loop(tmp_path: Path, embedder: object) -> None:
         assert [h.path for h in hits] == [path]
     assert embeddings(index_dir) == cached, "a writer re-embedded"
     vault.close()
+
+
+def _parse_child(parent: int) -> int | None:
+    try:
+        kids = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+    except OSError:
+        return None
+    for kid in kids:
+        try:
+            if b"vaultsearch.indexing.parsebox" in Path(f"/proc/{kid}/cmdline").read_bytes():
+                return int(kid)
+        except OSError:
+            continue
+    return None
+
+
+def test_a_writer_killed_while_its_parser_runs_leaves_no_traceback(tmp_path: Path) -> None:
+    """The parse child shares the writer's stderr, the user's terminal: a writer killed
+    while the child starts (or parses) made the child's next write fail with a
+    BrokenPipeError traceback there. Whenever the kill lands, the child ends quietly."""
+    root = write_files(tmp_path / "vault", {f"n{i}.md": text(i, "a") for i in range(8)})
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    argv = [sys.executable, "-m", "vaultsearch.cli", "index", str(root)]
+    for k in range(3):
+        index_dir = tmp_path / f"index{k}"
+        proc = subprocess.Popen(
+            [*argv, "--index-dir", str(index_dir), "--quiet"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        deadline = time.monotonic() + HANG_GUARD
+        child = None
+        while child is None and proc.poll() is None and time.monotonic() < deadline:
+            child = _parse_child(proc.pid)
+            time.sleep(0.002)
+        proc.send_signal(signal.SIGKILL)
+        _, err = proc.communicate(timeout=HANG_GUARD)  # until the child closed it too
+        assert child is not None, "the writer ended before its parse child was seen"
+        assert b"Traceback" not in err, err.decode(errors="replace")

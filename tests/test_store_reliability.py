@@ -39,6 +39,7 @@ from vaultsearch.store.embedcache import CACHE_FILE, EmbeddingCache, default_cac
 from vaultsearch.store.generations import hold_current
 from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.lock import WriterLock
+from vaultsearch.store.manifest import MANIFEST_DIGEST, read_state, write_state
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
@@ -172,6 +173,11 @@ def _damage(path: Path, how: str) -> None:
     data = bytearray(path.read_bytes())
     if how == "truncate":
         data = data[: len(data) // 2]
+    elif how == "digit-flip":  # one bit of a JSON number: the file still parses
+        at = data.index(b'"size": ') + len(b'"size": ')
+        while data[at + 1 : at + 2].isdigit():
+            at += 1
+        data[at] ^= 0x01  # its last digit: 1000 -> 1001
     elif how in ROW_CONTENT:  # bytes inside a stored row that still decode and parse
         old, new = ROW_CONTENT[how]
         at = data.index(old)
@@ -208,6 +214,7 @@ DAMAGED = {
     "meta-delete": (lambda d: KeywordPart.location(IndexLayout(d).live) / "meta.json", "delete"),
     "graph-bitflip": (lambda d: GraphPart.location(IndexLayout(d).live), "bitflip"),
     "state-delete": (lambda d: IndexLayout(d).live.state, "delete"),
+    "manifest-digit-flip": (lambda d: IndexLayout(d).live.manifest, "digit-flip"),
     "pointer-delete": (lambda d: IndexLayout(d).pointer, "delete"),
 }
 
@@ -239,6 +246,31 @@ def test_damage_is_detected_and_repaired_without_embedding(
     assert embeddings() == cached, "the repair embedded something"
     with Vault.open(root, index_dir=index_dir) as vault:
         assert [h.path for h in vault.search("glacier", mode="keyword")] == want
+
+
+def test_a_manifest_changed_in_one_bit_is_named_and_an_older_state_checks_clean(
+    indexed: tuple[Path, Path],
+) -> None:
+    """The manifest stays deterministic (CI keys on it): its digest is in the state
+    file, and a state file written before the digest existed checks clean."""
+    root, index_dir = indexed
+    args = [str(root), "--index-dir", str(index_dir)]
+    live = IndexLayout(index_dir).live
+    state = read_state(live.root)
+    assert state is not None and state[MANIFEST_DIGEST]
+    older = {k: v for k, v in state.items() if k not in (MANIFEST_DIGEST, "checksum")}
+    write_state(live.root, older)
+    assert run("check", *args)[0] == 0
+    write_state(live.root, {k: v for k, v in state.items() if k != "checksum"})
+    pristine = live.manifest.read_bytes()
+    _damage(live.manifest, "digit-flip")
+    assert json.loads(live.manifest.read_bytes()) != json.loads(pristine)
+    code, out = run("check", *args)
+    assert code == 1
+    assert "  - manifest: its SHA-256 differs from the one the state file recorded\n" in out
+    assert run("check", "--repair", *args)[0] == 0
+    assert IndexLayout(index_dir).live.manifest.read_bytes() == pristine
+    assert (index_dir / "index.manifest.json").read_bytes() == pristine
 
 
 def _dump(catalog: Path) -> list[str]:
@@ -488,6 +520,22 @@ def _flip_bytes(path: Path, n: int = 200, seed: int = 0) -> None:
     _replace_bytes(path, bytes(data))
 
 
+def _readable_chunks(catalog: Path, n: int) -> int:
+    """Chunk rows 1..n that a lookup by id still reads whole from a damaged catalog: what
+    a salvage can find, found without the salvage (where 200 random flips land depends
+    on the file's layout, which any schema change moves)."""
+    db = sqlite3.connect(f"{catalog.as_uri()}?mode=ro", uri=True)
+    found = 0
+    try:
+        for chunk_id in range(1, n + 1):
+            with contextlib.suppress(sqlite3.Error, ValueError):
+                row = db.execute("SELECT embed_hash, text FROM chunks WHERE id=?", (chunk_id,))
+                found += row.fetchone() is not None
+    finally:
+        db.close()
+    return found
+
+
 def _repair(root: Path, index_dir: Path) -> dict[str, object]:
     """``check --repair`` alone: exit 0, consistent, and what it reported."""
     args = [str(root), "--index-dir", str(index_dir)]
@@ -546,7 +594,15 @@ def test_a_damaged_catalog_without_the_cache_salvages_its_readable_rows(
     index_dir = tmp_path / "index"
     with Vault.open(root, index_dir=index_dir) as vault:
         first = vault.index()
-    _flip_bytes(IndexLayout(index_dir).live.catalog, seed=0)
+    catalog = IndexLayout(index_dir).live.catalog
+    pristine = catalog.read_bytes()
+    for seed in range(50):  # damage that leaves some chunk rows readable, and not all
+        catalog.write_bytes(pristine)
+        _flip_bytes(catalog, seed=seed)
+        if 0 < _readable_chunks(catalog, 40) < 40:
+            break
+    else:
+        pytest.fail("no damage of 50 seeds left some chunk rows readable and not all")
     repaired = _repair(root, index_dir)
     line = next(x for x in repaired["derived"] if x.startswith("embeddings: "))  # type: ignore[attr-defined]
     salvaged = int(line.split(", ")[1].split()[0])

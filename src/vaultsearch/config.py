@@ -53,6 +53,14 @@ class IndexConfig:
     """auto or hnsw = an approximate index beside each vector segment of more than
     ``ann_threshold`` rows (store/ann.py); flat = exact scans only."""
     ann_threshold: int = 50_000
+    first_batch: int = 32
+    """Files a first build indexes before it publishes its first generation; a run of
+    more files embeds its chunks first and its sentences after (two stages)."""
+    publish_seconds: float = 20.0
+    """Least seconds between two generations a first build publishes after its first."""
+    fill_notes: int = 64
+    """Notes whose sentences the second stage embeds between two looks at the clock and
+    the cancel flag."""
 
 
 @dataclass(frozen=True)
@@ -410,6 +418,24 @@ def _validate(cfg: Config) -> None:
         "index.ann_threshold",
         cfg.index.ann_threshold,
         "must be zero or a positive number of vectors",
+    )
+    _require(
+        cfg.index.first_batch >= 1,
+        "index.first_batch",
+        cfg.index.first_batch,
+        "must be a positive number of files",
+    )
+    _require(
+        cfg.index.publish_seconds > 0,
+        "index.publish_seconds",
+        cfg.index.publish_seconds,
+        "must be a positive number of seconds",
+    )
+    _require(
+        cfg.index.fill_notes >= 1,
+        "index.fill_notes",
+        cfg.index.fill_notes,
+        "must be a positive number of notes",
     )
     _require(cfg.watch.debounce_ms >= 0, "watch.debounce_ms", cfg.watch.debounce_ms, "must be >= 0")
     _validate_toolbox(cfg)

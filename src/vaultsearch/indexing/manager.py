@@ -10,14 +10,15 @@ part of a run (``store/generations.py``).
 
 A first build is the exception, since there is nothing to serve before it: it runs in
 two stages. Stage 1 (parse, chunk, chunk vectors, keywords, graph) publishes its first
-``FIRST_BATCH`` files at once, then a generation at most every ``PUBLISH_SECONDS``, each
-an update of the last, so a search answers within seconds and a kill keeps what was
-published. Stage 2 (``_fill_sentences``) embeds the sentences of the chunks the sentence
-index lists as pending (``store/derived/sentences.py``), publishing as it goes; it reads
-what is left from the live generation, so a restart resumes it, and what was embedded
-before a kill comes back from the per-user cache. Any run of more than ``FIRST_BATCH``
-files embeds its chunks first the same way. ``update`` runs both stages; a long-lived
-process (``defer_sentences``) runs stage 2 in steps between its updates.
+``index.first_batch`` files at once, then a generation at most every
+``index.publish_seconds``, each an update of the last, so a search answers within
+seconds and a kill keeps what was published. Stage 2 (``_fill_sentences``) embeds the
+sentences of the chunks the sentence index lists as pending
+(``store/derived/sentences.py``), publishing as it goes; it reads what is left from the
+live generation, so a restart resumes it, and what was embedded before a kill comes
+back from the per-user cache. Any run of more than ``index.first_batch`` files embeds
+its chunks first the same way. ``update`` runs both stages; a long-lived process
+(``defer_sentences``) runs stage 2 in steps between its updates.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from vaultsearch.config import Config
+from vaultsearch.config import Config, IndexConfig
 from vaultsearch.embedding import Embedder
 from vaultsearch.errors import (
     IndexBusyError,
@@ -92,12 +93,8 @@ from vaultsearch.store.writer import (
 
 SOURCES_STATE = "sources.json"
 BATCH_FILES = 256
-FIRST_BATCH = 32
-"""A first build publishes after this many files; a run of more embeds chunks first."""
-PUBLISH_SECONDS = 20.0
-"""Least time between two generations a first build publishes after its first."""
-FILL_NOTES = 64
-"""Notes whose sentences stage 2 embeds between two looks at the cancel flag and clock."""
+FIRST_BATCH = IndexConfig.first_batch
+"""The default of ``index.first_batch``: a first build publishes after this many files."""
 FIRST_BUILD = "first_build"
 """Catalog meta key: "1" while a first build's stage 1 has not committed every file, so
 the run that resumes it publishes as it goes too."""
@@ -394,13 +391,14 @@ class IndexManager:
         summary: IndexSummary,
         first: bool,
     ) -> int:
-        """One published step: ``FILL_NOTES`` notes at a time until ``PUBLISH_SECONDS``
+        """One published step: ``index.fill_notes`` notes at a time until ``index.publish_seconds``
         have passed, or one group only for the first step, as stage 1 publishes its
         first files at once."""
         t0 = time.monotonic()
         filled = 0
-        for start in range(0, len(notes), FILL_NOTES):
-            group = [c for n in notes[start : start + FILL_NOTES] for c in by_note[n]]
+        step = self.config.index.fill_notes
+        for start in range(0, len(notes), step):
+            group = [c for n in notes[start : start + step] for c in by_note[n]]
             texts = writer.catalog.sentence_texts(group)
             try:
                 self.batches.embed_sentences(
@@ -409,8 +407,9 @@ class IndexManager:
             except Cancelled:
                 summary.cancelled = True
             filled += part.fill(writer.catalog, group)
-            self.progress.advance(files=len(notes[start : start + FILL_NOTES]))
-            if summary.cancelled or first or time.monotonic() - t0 >= PUBLISH_SECONDS:
+            self.progress.advance(files=len(notes[start : start + step]))
+            late = time.monotonic() - t0 >= self.config.index.publish_seconds
+            if summary.cancelled or first or late:
                 break
         return filled
 
@@ -661,22 +660,23 @@ class IndexManager:
     ) -> None:
         """Every batch into the catalog and the derived indexes; the derived indexes
         reach the disk once, at the end (nobody reads an unpublished generation), or,
-        ``early`` (a first build), after the first ``FIRST_BATCH`` files and then every
-        ``PUBLISH_SECONDS``, each time going on in a clone (``GenerationWriter.follow``).
+        ``early`` (a first build), after the first ``index.first_batch`` files and then every
+        ``index.publish_seconds``, each time going on in a clone (``GenerationWriter.follow``).
         A cancel stops between two model calls and commits the batches done."""
         self._reparse_moved_code(plan)
         self.progress.start(len(plan.changed) + len(plan.moved))
         if self._box is None or self._box.budget != self.config.index:
             self.close()
             self._box = ParseBox(self.config.index)
-        self._deferring = self.config.embedding.sentences and len(plan.changed) > FIRST_BATCH
+        first_batch = self.config.index.first_batch
+        self._deferring = self.config.embedding.sentences and len(plan.changed) > first_batch
         _sentence_part(writer).defer = self._deferring
         if self._deferring:
             enter_stage(
                 self.progress, 1, "chunk vectors, keywords and links; sentence vectors after"
             )
         try:
-            first = FIRST_BATCH if early else BATCH_FILES
+            first = first_batch if early else BATCH_FILES
             changed = plan.changed
             batches = [changed[:first]] if changed else []
             batches += [
@@ -695,7 +695,7 @@ class IndexManager:
                 except Cancelled:
                     summary.cancelled = True
                     break
-                due = n == 0 or time.monotonic() - published >= PUBLISH_SECONDS
+                due = n == 0 or time.monotonic() - published >= self.config.index.publish_seconds
                 if early and due and n + 1 < len(batches):
                     self._publish_step(writer, manifest, summary)
                     published = time.monotonic()

@@ -217,5 +217,17 @@ def _serve(budget_mb: int) -> None:
             return  # a MemoryError can leave any object half-built: start afresh
 
 
+def _main(budget_mb: int) -> None:
+    """A parent killed mid-run (a SIGKILL, a crash) leaves the child writing into a
+    closed pipe: its "ready" or its reply then fails, and the traceback went to the
+    stderr it shares with the parent, the user's terminal (bench/reliability_store.py saw
+    it after a writer killed during a merge). Nobody is left to answer: end quietly,
+    without flushing what can no longer be written."""
+    try:
+        _serve(budget_mb)
+    except BrokenPipeError:
+        os._exit(0)
+
+
 if __name__ == "__main__":
-    _serve(int(sys.argv[1]))
+    _main(int(sys.argv[1]))

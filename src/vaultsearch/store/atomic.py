@@ -34,8 +34,12 @@ def temp_target(name: str) -> str:
 
 
 def atomic_write_json(path: Path, value: Any) -> None:
-    text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write_bytes(path, json_bytes(value))
+
+
+def json_bytes(value: Any) -> bytes:
+    """Sorted keys: the same value always gives the same bytes (the manifest's digest)."""
+    return (json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
 
 
 def fsync_dir(folder: Path) -> None:

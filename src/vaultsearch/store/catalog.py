@@ -30,7 +30,7 @@ from vaultsearch.embedding.locate import text_hash
 from vaultsearch.links import link_key, note_keys
 from vaultsearch.models import Chunk, Link, ParsedNote
 from vaultsearch.parsers.sentences import MAX_UNITS, unit_texts
-from vaultsearch.store import rowsums
+from vaultsearch.store import rowcounts, rowsums
 
 SENTENCE_BITS = (MAX_UNITS - 1).bit_length()
 
@@ -330,6 +330,7 @@ class Catalog:
                     self.db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {decl}")
         if not readonly:
             self.db.executescript(_KEY_INDEXES)
+            rowcounts.install(self.db)
         elif missing:
             self.missing = {name for _, name, _ in missing}
             self.note_cols = _column_list(_NOTE_COLS, self.missing)
@@ -615,8 +616,22 @@ class Catalog:
         return [_chunk_row(r) for r in rows]
 
     def count(self, table: str) -> int:
+        """The count the catalog keeps (``store/rowcounts.py``), else a real count."""
         assert table in {"notes", "chunks", "links", "embeddings", "failures"}
-        return int(self.db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+        kept = rowcounts.kept(self.db, table)
+        return rowcounts.counted(self.db, table) if kept is None else kept
+
+    def counted(self, table: str) -> int:
+        """Every row counted: what ``check`` reports and compares the kept count with."""
+        assert table in {"notes", "chunks", "links", "embeddings", "failures"}
+        return rowcounts.counted(self.db, table)
+
+    def count_problems(self) -> list[str]:
+        return rowcounts.problems(self.db)
+
+    def recount(self) -> bool:
+        """The kept counts set to real counts; True when one was wrong (a repair)."""
+        return rowcounts.recount(self.db)
 
     # --- links ----------------------------------------------------------------
     def replace_links(self, note_id: int, links: Sequence[Link]) -> None:

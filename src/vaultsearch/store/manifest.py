@@ -17,8 +17,11 @@ from vaultsearch.config import Config
 from vaultsearch.embedding import fingerprint, model_dimension, model_id
 from vaultsearch.errors import ModelLoadError
 from vaultsearch.parsers.sentences import SPLIT_VERSION
-from vaultsearch.store.atomic import atomic_write_json
+from vaultsearch.store.atomic import atomic_write_bytes, atomic_write_json, json_bytes
 from vaultsearch.store.layout import MANIFEST_NAME, STATE_NAME
+
+MANIFEST_DIGEST = "manifest_sha256"
+"""The state file's record of its generation's manifest bytes."""
 
 SPEC_VERSION = 4
 """Bumped whenever parsing, chunking or the on-disk format changes what an index holds
@@ -143,8 +146,28 @@ def read_manifest(index_dir: Path) -> dict[str, Any] | None:
     return read_json(index_dir / MANIFEST_NAME)
 
 
-def write_manifest(index_dir: Path, manifest: dict[str, Any]) -> None:
-    atomic_write_json(index_dir / MANIFEST_NAME, manifest)
+def write_manifest(index_dir: Path, manifest: dict[str, Any]) -> str:
+    """Returns the SHA-256 of the bytes written, for the state file: the manifest stays
+    deterministic (git and CI key on it), so its checksum lives beside it."""
+    text = json_bytes(manifest)
+    atomic_write_bytes(index_dir / MANIFEST_NAME, text)
+    return hashlib.sha256(text).hexdigest()
+
+
+def manifest_problem(path: Path, state: dict[str, Any]) -> str | None:
+    """A manifest whose bytes are not the ones its state file recorded (a flipped bit
+    that still parses would otherwise read as a changed setting, or as nothing). A
+    state file from before the digest records none: nothing to compare."""
+    recorded = state.get(MANIFEST_DIGEST)
+    if not isinstance(recorded, str):
+        return None
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None  # a missing manifest is reported as such
+    if digest != recorded:
+        return "manifest: its SHA-256 differs from the one the state file recorded"
+    return None
 
 
 def read_state(index_dir: Path) -> dict[str, Any] | None:

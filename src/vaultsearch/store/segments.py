@@ -285,8 +285,15 @@ class Segment:
         found = sorted_ids[at] == wanted if len(ids) else np.zeros(len(wanted), dtype=bool)
         pos = at[found] if self.order is None else self.order[at[found]]
         ids_found = wanted[found]
-        if self.live_mask is not None:
-            alive = self.live_mask[pos]
+        if self.entry.dead:
+            # the tombstones of the found ids only: a writer's edit looks up a few ids,
+            # and a mask over every row of the segment was work growing with the index
+            mask = self.__dict__.get("live_mask")
+            alive = (
+                mask[pos]
+                if mask is not None
+                else ~np.isin(ids_found, np.asarray(self.entry.dead, dtype=np.int64))
+            )
             pos, ids_found = pos[alive], ids_found[alive]
         return ids_found, pos
 
@@ -354,8 +361,9 @@ def write_segment(folder: Path, name: str, ids: np.ndarray, rows: np.ndarray) ->
     folder.mkdir(exist_ok=True)
     data = (npy_bytes(ids.astype(np.int64)), npy_bytes(rows))
     entry = Entry(name, len(ids), (), (_sha(data[0]), _sha(data[1])))
-    for path, body in zip(entry.files(folder), data, strict=True):
+    for path, body, digest in zip(entry.files(folder), data, entry.sha256, strict=True):
         atomic_write_bytes(path, body)
+        _remember(path, digest)
     return entry
 
 
@@ -364,19 +372,52 @@ def write_ann(folder: Path, entry: Entry, kind: str, rows: np.ndarray) -> Entry:
     from vaultsearch.store import ann
 
     body = ann.build(kind, rows)
-    entry = dataclasses.replace(entry, ann=(kind, _sha(body)))
+    digest = _sha(body)
+    entry = dataclasses.replace(entry, ann=(kind, digest))
     path = entry.ann_file(folder)
     assert path is not None
     atomic_write_bytes(path, body)
+    _remember(path, digest)
     return entry
 
 
+_VERIFIED: dict[tuple[int, int], tuple[int, int, str]] = {}
+"""(device, inode) -> (size, mtime, SHA-256) of the segment files this process wrote or
+found whole. A segment is hard-linked, never rewritten, into every later generation: a
+long-lived writer (``watch``, ``mcp``) that tombstones rows reads the ids of every
+segment at every edit, and hashing them again each time was work growing with the
+index (48 MB of ids at a million chunks). A damaged file put in its place is a new
+inode, and a write in place changes its time, so either is hashed again. ``check``
+hashes every file whatever this holds."""
+_VERIFIED_MAX = 4096
+
+
+def _remember(path: Path, digest: str, identity: tuple[int, int, int, int] | None = None) -> None:
+    if (identity := identity or _identity(path)) is not None:
+        if len(_VERIFIED) >= _VERIFIED_MAX:
+            _VERIFIED.clear()
+        _VERIFIED[identity[:2]] = (*identity[2:], digest)
+
+
 def _as_written(path: Path, digest: str) -> None:
+    before = _identity(path)
+    if before is not None and _VERIFIED.get(before[:2]) == (*before[2:], digest):
+        return
     if file_sha256(path) != digest:
         raise IndexCorruptError(
             f"The vector index is damaged ({path.name} differs from the file written).",
             fix="vaultsearch check --repair",
         )
+    if before is not None and _identity(path) == before:  # not changed while hashed
+        _remember(path, digest, before)
+
+
+def _identity(path: Path) -> tuple[int, int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _sha(data: bytes) -> str:

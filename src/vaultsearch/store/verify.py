@@ -20,7 +20,7 @@ from vaultsearch.store.derived import DERIVED, DerivedSettings
 from vaultsearch.store.generations import hold_published
 from vaultsearch.store.keywords import tokenizer_name
 from vaultsearch.store.layout import Generation, IndexLayout
-from vaultsearch.store.manifest import read_json, state_checksum
+from vaultsearch.store.manifest import manifest_problem, read_json, state_checksum
 from vaultsearch.store.writer import MAX_CHANGES, catalog_problems
 
 _COUNTED = {"vectors": "vectors", "keywords": "keyword_docs"}
@@ -149,7 +149,8 @@ def _compare(report: CheckReport, generation: Generation, catalog: Catalog, conf
         report.problems.append("manifest: missing or unreadable")
     state = read_json(generation.state)
     settings = settings_of(generation, config)
-    report.counts = {"notes": catalog.count("notes"), "chunks": catalog.count("chunks")}
+    report.counts = {"notes": catalog.counted("notes"), "chunks": catalog.counted("chunks")}
+    report.problems += catalog.count_problems()
     if state is None:
         report.problems.append("state: missing or unreadable")
     elif state.get("checksum") != state_checksum(state):
@@ -158,7 +159,9 @@ def _compare(report: CheckReport, generation: Generation, catalog: Catalog, conf
         report.problems.append(
             f"state: commit {state.get('generation')} != catalog {catalog.generation}"
         )
-    elif (problem := _changes_problem(state)) is not None:
+    elif problem := _changes_problem(state) or (
+        manifest_problem(generation.manifest, state) if manifest is not None else None
+    ):
         report.problems.append(problem)
     for cls in DERIVED:
         part = cls(generation, settings)

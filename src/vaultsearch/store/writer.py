@@ -19,7 +19,7 @@ from vaultsearch.store.derived import DERIVED, Batch, DerivedIndex, DerivedSetti
 from vaultsearch.store.derived.vectors import Supply
 from vaultsearch.store.generations import create_generation
 from vaultsearch.store.layout import Generation, IndexLayout
-from vaultsearch.store.manifest import write_manifest, write_state
+from vaultsearch.store.manifest import MANIFEST_DIGEST, write_manifest, write_state
 
 MAX_CHANGES = 4096
 """More changed paths than this are not listed in the state file (a reader loads such a
@@ -59,8 +59,10 @@ class GenerationWriter:
             raise
 
     def level(self) -> list[str]:
-        """Bring every derived index level with the catalog (after a crash)."""
-        return [
+        """Bring every derived index level with the catalog (after a crash), and the
+        catalog's kept counts level with its rows (the only full count a writer makes)."""
+        lines = ["catalog: its kept counts recounted"] if self.catalog.recount() else []
+        return lines + [
             f"{part.name}: brought level with the catalog"
             for part in self.parts
             if part.level_with(self.catalog)
@@ -75,8 +77,9 @@ class GenerationWriter:
         counts: dict[str, Any] = {}
         for part in self.parts:
             counts.update(part.commit(self.catalog))
-        write_manifest(self.generation.root, manifest)
+        digest = write_manifest(self.generation.root, manifest)
         state = {
+            MANIFEST_DIGEST: digest,
             "generation": self.catalog.generation,
             "notes": self.catalog.count("notes"),
             "chunks": self.catalog.count("chunks"),
