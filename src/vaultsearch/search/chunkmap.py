@@ -30,36 +30,44 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 
 
 class _Positions:
-    """The position of each of ``ids`` (unique, any order); -1 for an id not among them."""
+    """The position of each of ``ids`` (unique, any order); -1 for an id not among them.
+    The maps read ``dense``, ``base``, ``at`` and ``size`` inline, so a lookup costs no
+    Python call beyond the mapping's own ``get``, as a dict's does."""
 
-    __slots__ = ("_at", "_base", "_order", "_sorted", "_table")
+    __slots__ = ("_order", "_sorted", "_table", "at", "base", "dense", "size")
 
     def __init__(self, ids: np.ndarray) -> None:
-        self._base = int(ids.min()) if len(ids) else 0
-        span = int(ids.max()) - self._base + 1 if len(ids) else 0
+        self.base = int(ids.min()) if len(ids) else 0
+        span = int(ids.max()) - self.base + 1 if len(ids) else 0
         self._sorted: np.ndarray | None = None
         self._order = np.zeros(0, dtype=np.int64)
-        if span <= SPAN * len(ids) + 1024:
+        self.dense = span <= SPAN * len(ids) + 1024
+        if self.dense:
             table = np.full(span, -1, dtype=np.int32 if len(ids) < 2**31 else np.int64)
-            table[ids - self._base] = np.arange(len(ids))
+            table[ids - self.base] = np.arange(len(ids))
         else:
             table = np.zeros(0, dtype=np.int32)
             self._order = _frozen(np.argsort(ids, kind="stable"))
             self._sorted = _frozen(ids[self._order])
         self._table = _frozen(table)
-        self._at = (self._sorted if self._sorted is not None else table).data
+        self.at = (self._sorted if self._sorted is not None else table).data
+        self.size = len(self.at)
 
-    def find(self, key: int) -> int:
-        if self._sorted is None:
-            i = key - self._base
-            return self._at[i] if 0 <= i < len(self._at) else -1
-        i = bisect_left(self._at, key)
-        return self._order.data[i] if i < len(self._at) and self._at[i] == key else -1
+    def find(self, key: Any) -> int:
+        """-1 also for a key that is no integer, as a dict finds no such key."""
+        try:
+            if self.dense:
+                i = key - self.base
+                return self.at[i] if 0 <= i < self.size else -1
+            i = bisect_left(self.at, key)
+            return self._order.data[i] if i < self.size and self.at[i] == key else -1
+        except TypeError:
+            return -1
 
     def find_many(self, keys: np.ndarray) -> np.ndarray:
         out = np.full(len(keys), -1, dtype=np.int64)
         if self._sorted is None:
-            i = keys - self._base
+            i = keys - self.base
             inside = (i >= 0) & (i < len(self._table))
             out[inside] = self._table[i[inside]]
         elif len(self._sorted):
@@ -111,10 +119,12 @@ class ChunksByNote(Mapping[int, np.ndarray]):
         return ChunksByNote(np.insert(chunks, at, pairs[:, 0]), np.insert(owners, at, pairs[:, 1]))
 
     def _span(self, note: Any) -> tuple[int, int]:
-        try:
-            p = self._note.find(note)
-        except TypeError:
-            return (0, 0)
+        pos = self._note
+        if pos.dense and type(note) is int:
+            i = note - pos.base
+            p = pos.at[i] if 0 <= i < pos.size else -1
+        else:
+            p = pos.find(note)
         return (self._bounds[p], self._bounds[p + 1]) if p >= 0 else (0, 0)
 
     def __getitem__(self, note: int) -> np.ndarray:
@@ -161,18 +171,32 @@ class NoteOfChunk(Mapping[int, int]):
         self._owner = by_note.notes.data
 
     def _at(self, chunk: Any) -> int:
-        try:
-            return self._map._chunk.find(chunk)
-        except TypeError:
-            return -1
+        pos = self._map._chunk
+        if pos.dense and type(chunk) is int:
+            i = chunk - pos.base
+            return pos.at[i] if 0 <= i < pos.size else -1
+        return pos.find(chunk)
 
     def __getitem__(self, chunk: int) -> int:
-        if (p := self._at(chunk)) < 0:
+        pos = self._map._chunk
+        if pos.dense and type(chunk) is int:
+            i = chunk - pos.base
+            p = pos.at[i] if 0 <= i < pos.size else -1
+        else:
+            p = pos.find(chunk)
+        if p < 0:
             raise KeyError(chunk)
         return self._owner[p]
 
     def get(self, chunk: int, default: D | None = None) -> int | D | None:  # type: ignore[override]
-        return self._owner[p] if (p := self._at(chunk)) >= 0 else default
+        """``_at`` written out here and in ``__getitem__``: ranking calls them per hit."""
+        pos = self._map._chunk
+        if pos.dense and type(chunk) is int:
+            i = chunk - pos.base
+            p = pos.at[i] if 0 <= i < pos.size else -1
+        else:
+            p = pos.find(chunk)
+        return self._owner[p] if p >= 0 else default
 
     def __contains__(self, chunk: object) -> bool:
         return self._at(chunk) >= 0
