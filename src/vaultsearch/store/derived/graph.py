@@ -29,6 +29,7 @@ from vaultsearch.store.graph import (
     delta_path,
     followed,
     graph_data,
+    graph_of,
     load_graph,
     neighbours,
     node_records,
@@ -186,7 +187,7 @@ class GraphPart:
                 graph, base, _base_key(self.path), records, previous.base_paths, followed=True
             )
         data: dict[str, Any] = json.loads(self.path.read_text(encoding="utf-8"))
-        graph = nx.node_link_graph(data, directed=True, edges="edges")
+        graph = graph_of(data)
         paths = frozenset(graph)
         if records:
             apply_records(graph, records)
