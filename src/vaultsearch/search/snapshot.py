@@ -26,6 +26,7 @@ from vaultsearch.config import Config
 from vaultsearch.errors import IndexCorruptError, IndexMissingError
 from vaultsearch.search import refresh
 from vaultsearch.search.boilerplate import Boilerplate, find, find_again
+from vaultsearch.search.chunkmap import ChunksByNote, NoteOfChunk
 from vaultsearch.search.filters import NoteMeta, SearchFilters
 from vaultsearch.store.catalog import Catalog, ChunkRow
 from vaultsearch.store.derived import DERIVED, DerivedSettings, Lexicon
@@ -87,8 +88,8 @@ class Snapshot:
     """Each derived index's reader by its name, in ``DERIVED`` order."""
     notes: dict[int, NoteMeta]
     note_by_path: dict[str, int]
-    note_of_chunk: dict[int, int]
-    chunks_by_note: dict[int, np.ndarray]
+    note_of_chunk: NoteOfChunk
+    chunks_by_note: ChunksByNote
     model: str | None
     """The embedding model the index was built with, from its manifest."""
     damaged: dict[str, str] = field(default_factory=dict)
@@ -258,8 +259,7 @@ class Snapshot:
     def chunks_of_notes(self, note_ids: set[int] | None) -> np.ndarray | None:
         if note_ids is None:
             return None
-        parts = [self.chunks_by_note[n] for n in sorted(note_ids) if n in self.chunks_by_note]
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        return self.chunks_by_note.of_notes(note_ids)
 
     def first_chunks(self, note_id: int) -> list[int]:
         ids = self.chunks_by_note.get(note_id)

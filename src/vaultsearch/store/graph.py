@@ -7,6 +7,7 @@ chose to connect.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -152,11 +153,40 @@ def _write_compact(path: Path, value: Any) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def graph_of(data: dict[str, Any]) -> nx.DiGraph:
+    """``nx.node_link_graph`` of the saved node-link data, held as a reader keeps it for
+    its life: an edge names its notes by the node's own path string, not two more
+    copies parsed from the edge's record, and edges with the same attributes share one
+    attribute dict (edge data is never changed in place: ``_apply`` removes a note's
+    edges and adds new ones). 16.0 -> 10.9 MB for the 13,610 notes and 11,510 links of
+    a 45,630-chunk index."""
+    g = nx.DiGraph()
+    g.graph.update(data.get("graph", {}))
+    for node in data["nodes"]:
+        g.add_node(node["id"], **{k: v for k, v in node.items() if k != "id"})
+    path = {p: p for p in g._node}
+    shared: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = {}
+    for edge in data["edges"]:
+        a = path.get(edge["source"]) or _added(g, path, edge["source"])
+        b = path.get(edge["target"]) or _added(g, path, edge["target"])
+        attrs = {k: v for k, v in edge.items() if k not in ("source", "target")}
+        with contextlib.suppress(TypeError):  # an unhashable value: a dict of its own
+            attrs = shared.setdefault(tuple(sorted(attrs.items())), attrs)
+        g._succ[a][b] = g._pred[b][a] = attrs
+    return g
+
+
+def _added(g: nx.DiGraph, path: dict[str, str], name: str) -> str:
+    """A node an edge names that the nodes do not list (not written, but readable)."""
+    g.add_node(name)
+    path[name] = name
+    return name
+
+
 def load_graph(path: Path) -> nx.DiGraph:
     """The base graph with the delta beside it applied."""
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    g = nx.node_link_graph(data, directed=True, edges="edges")
-    assert isinstance(g, nx.DiGraph)
+    g = graph_of(data)
     _, records = read_delta(path)
     if records:
         apply_records(g, records)

@@ -28,6 +28,7 @@ from vaultsearch.store.graph import (
     build_graph,
     followed,
     graph_data,
+    graph_of,
     load_graph,
     neighbours,
     node_records,
@@ -250,7 +251,7 @@ class GraphPart:
                 graph, base, _base_key(self.path), records, previous.base_paths, True, known
             )
         data: dict[str, Any] = json.loads(self.path.read_text(encoding="utf-8"))
-        graph = nx.node_link_graph(data, directed=True, edges="edges")
+        graph = graph_of(data)
         paths = frozenset(graph)
         if records:
             apply_records(graph, records)

@@ -1,0 +1,68 @@
+"""A reader's graph (``graph_of``: edges naming their notes by the nodes' own strings,
+equal edge attributes in one shared dict) is the graph networkx reads from the same
+file, and stays so when a delta is applied to it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import networkx as nx
+
+from vaultsearch.store.catalog import LinkRow, NoteRow
+from vaultsearch.store.graph import apply_records, build_graph, graph_data, graph_of, node_records
+
+
+def _note(i: int, path: str, tags: list[str]) -> NoteRow:
+    return NoteRow(i, path, "h", 0, 0, path[:-3].title(), [], tags, {}, 0.0, [], [])
+
+
+def _link(source: int, target: str | None, embed: bool = False) -> LinkRow:
+    return LinkRow(source, target or "nowhere", target, embed, None, None, None, "wiki", 1)
+
+
+NOTES = [_note(i + 1, f"{p}.md", ["t"] if i % 2 else []) for i, p in enumerate("abcdef")]
+LINKS = [
+    _link(1, "b.md"), _link(1, "c.md"), _link(1, "c.md"), _link(2, "c.md", embed=True),
+    _link(3, "a.md"), _link(4, "a.md"), _link(4, "missing.md"), _link(5, None),
+    _link(6, "f.md"), _link(6, "e.md"), _link(2, "a.md"),
+]  # fmt: skip
+
+
+def _saved(g: nx.DiGraph) -> dict[str, Any]:
+    return json.loads(json.dumps(graph_data(g)))
+
+
+def _shape(g: nx.DiGraph) -> tuple[object, ...]:
+    return (
+        dict(g.graph),
+        list(g.nodes(data=True)),
+        [(a, list(nbrs.items())) for a, nbrs in g._succ.items()],
+        [(b, list(nbrs.items())) for b, nbrs in g._pred.items()],
+    )
+
+
+def test_a_reader_graph_is_the_graph_networkx_reads() -> None:
+    data = _saved(build_graph(NOTES, LINKS))
+    ours, theirs = (
+        graph_of(json.loads(json.dumps(data))),
+        nx.node_link_graph(json.loads(json.dumps(data)), directed=True, edges="edges"),
+    )
+    assert _shape(ours) == _shape(theirs)
+    assert graph_data(ours) == graph_data(theirs)
+    keys = {id(p) for p in ours._node}
+    assert all(id(b) in keys for nbrs in ours._succ.values() for b in nbrs)
+    assert all(id(a) in keys for nbrs in ours._pred.values() for a in nbrs)
+
+
+def test_a_delta_applied_to_a_reader_graph_changes_only_its_notes_edges() -> None:
+    """Edges share attribute dicts: a record that changes one edge's count must leave
+    every other edge with the same attributes as it was."""
+    g = graph_of(_saved(build_graph(NOTES, LINKS)))
+    assert g.edges["c.md", "a.md"] is g.edges["d.md", "a.md"]  # shared (count 1, no embed)
+    changed = [*LINKS, _link(3, "a.md"), _link(3, "b.md")]
+    records = node_records([NOTES[2]], changed, {n.path for n in NOTES}.__contains__)
+    apply_records(g, records)
+    expected = build_graph(NOTES, changed)
+    assert graph_data(g) == graph_data(expected)
+    assert g.edges["c.md", "a.md"]["count"] == 2 and g.edges["d.md", "a.md"]["count"] == 1
