@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -120,14 +121,25 @@ def sure(fixes: Sequence[Fix], ratio: float | None = None) -> bool:
 def spelled(typed: str, term: str, stem: Callable[[str], str], texts: Iterable[str] = ()) -> str:
     """The word one edit from ``typed`` that stems to ``term`` (``recriutment`` ->
     ``recruitment`` for ``recruit``), so the model is given the word the user meant
-    rather than another word of that stem; only a word ``texts`` or the model's
-    vocabulary holds (``minimives`` stems to ``minim`` too, and is no word); empty when
-    none is."""
+    rather than another word of that stem: the likeliest slip that ``texts`` or the
+    model's vocabulary holds as a word; else the likeliest of the slips made of the typed
+    letters alone (two swapped, one too many: ``calneder`` -> ``calender``, which the
+    model reads as the user wrote it), when one is likelier than the others; empty
+    otherwise. A letter changed or added is a guess among 25 (``minimises`` ->
+    ``minimives``, ``asyncio`` -> ``asyncic``) that only a text can confirm."""
     seen = {w.lower() for text in texts for w in words(text)}
-    return next(
-        (v for v, _ in _edits(typed.lower()) if stem(v) == term and (v in seen or is_word(v))),
-        "",
-    )
+    slips: dict[str, float] = {}
+    for v, chance in _edits(typed.lower()):
+        if stem(v) == term:
+            slips[v] = max(chance, slips.get(v, 0.0))
+    known = [v for v in slips if v in seen or is_word(v)]
+    if known:
+        return max(known, key=slips.__getitem__)
+    letters = Counter(typed.lower())
+    own = sorted((v for v in slips if Counter(v) <= letters), key=lambda v: -slips[v])
+    if len(own) == 1 or (own and slips[own[0]] > slips[own[1]]):
+        return own[0]
+    return ""
 
 
 def is_word(word: str) -> bool:
