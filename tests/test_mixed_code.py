@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from vaultsearch import Vault
+from vaultsearch.search.ranking import bound_gifts
 from vaultsearch.sourceconfig import source_from_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,3 +61,37 @@ def queries() -> dict[str, str]:
 def test_a_described_function_is_in_the_top_three(vault: Vault, expected: str) -> None:
     hits = vault.search(queries()[expected], top_k=3)
     assert expected in [h.qualified_name for h in hits], [(h.path, h.qualified_name) for h in hits]
+
+
+def test_a_link_gift_lifts_no_note_over_a_better_one_of_another_source(vault: Vault) -> None:
+    # links join docs pages only; a page's gift from its own source must not carry it
+    # past a code definition the branches rated above it (recency included)
+    passed = []
+    for query in queries().values():
+        hits = vault.search(query, top_k=10, explain=True)
+        for i, above in enumerate(hits):
+            e = above.explain
+            assert e is not None and abs(e.total - above.score) < 1e-9
+            if e.graph_added <= 0 or not e.branches:
+                continue
+            own = (e.fused + e.name_added) * e.recency_multiplier
+            for below in hits[i + 1 :]:
+                b = below.explain
+                assert b is not None
+                if (
+                    below.source != above.source
+                    and (b.fused + b.name_added) * (b.recency_multiplier) > own + 1e-9
+                ):
+                    passed.append((query, above.path, below.qualified_name))
+    assert passed == []
+
+
+def test_bound_gifts_cut_only_across_sources() -> None:
+    graph = {1: (0.1, "a.md"), 3: (0.2, "a.md")}
+    bases, mults = {1: 0.5, 2: 0.55, 3: 0.0}, {1: 1.0, 2: 1.0, 3: 1.0}
+    cut = bound_gifts(graph, bases, mults, {1: "", 2: "code", 3: ""})
+    assert cut[1][0] == pytest.approx(0.05) and cut[1][0] < 0.05  # stays below note 2
+    assert cut[3] == (0.2, "a.md")  # only the link brought it in: nothing to keep it under
+    assert bound_gifts(graph, bases, mults, {1: "", 2: "", 3: ""}) == graph
+    # recency counts: note 2 is older, so note 1 already ranks above it without gifts
+    assert bound_gifts(graph, bases, {1: 1.2, 2: 1.0, 3: 1.0}, {1: "", 2: "c", 3: ""}) == graph

@@ -10,6 +10,7 @@ from vaultsearch import Vault
 from vaultsearch.search.typos import (
     Fix,
     corrected,
+    is_word,
     one_edit,
     spelled,
     sure,
@@ -32,6 +33,8 @@ FILES["Journal.md"] = "# Journal\n\nWrite every morning, write by hand, write sl
 FILES["Fence.md"] = "# Fence\n\nThe fence is held by wire.\n"
 FILES["Publishing.md"] = "# Publishing\n\nSet nav_exclude_children to hide a page's children.\n"
 FILES["Cheese Cave.md"] = "# Cheese Cave\n\nAge the wheels at a steady temperature.\n"
+FILES["Dock.md"] = "# Dock\n\nOne button minimizes every window, minimal fuss.\n"
+FILES["Taste.md"] = "# Taste\n\nA liking for bitter coffee grows slowly.\n"
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +69,23 @@ def test_a_word_only_an_alias_holds_is_never_corrected(vault: Vault) -> None:
     hits = vault.search("grendel monster", explain=True, top_k=3)
     assert hits[0].path == "Beowulf.md"
     assert hits[0].explain is not None and hits[0].explain.embedded == ""
+
+
+def test_a_word_the_model_knows_whole_is_never_corrected(vault: Vault) -> None:
+    # "hiking" is one edit from the vault's "liking", but it is a word, not a slip of one
+    hits = vault.search("hiking boots", explain=True, top_k=3)
+    assert hits and hits[0].explain is not None
+    assert hits[0].explain.embedded == ""
+    assert not [e for e in hits[0].explain.expansions if e.startswith("hiking~")]
+
+
+def test_a_fix_is_embedded_as_a_word_the_vault_holds(vault: Vault) -> None:
+    # "minimives" is one edit from "minimises" and stems to "minim" like the vault's
+    # "minimizes": the model must be given the vault's word, not that non-word
+    hits = vault.search("button that minimises every window", explain=True, top_k=3)
+    assert hits[0].path == "Dock.md"
+    assert hits[0].explain is not None
+    assert hits[0].explain.embedded == "button that minimizes every window"
 
 
 def test_keyword_mode_embeds_nothing_and_corrects_nothing(vault: Vault) -> None:
@@ -160,3 +180,13 @@ def test_one_edit_and_spelled() -> None:
     assert one_edit("susbamp", lambda t: 0, lambda w: w) == []
     assert spelled("colelcted", "collect", stem) == "collected"
     assert spelled("colelcted", "other", stem) == ""
+    # a string one edit away that stems right is given only when it is a word
+    minim = {"minimizes": "minim", "minimives": "minim", "minimal": "minim"}.get
+    assert spelled("minimises", "minim", lambda w: minim(w) or w) == ""
+    assert spelled("minimises", "minim", lambda w: minim(w) or w, ["It minimizes."]) == (
+        "minimizes"
+    )
+    # no word evidenced: the one likeliest slip (the only swap) undoes what was typed
+    calend = {"calender": "calend", "calendly": "calend"}.get
+    assert spelled("calneder", "calend", lambda w: calend(w) or w) == "calender"
+    assert is_word("Hiking") and is_word("mortgage") and not is_word("minimives")

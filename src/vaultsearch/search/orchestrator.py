@@ -36,8 +36,10 @@ from vaultsearch.search.request import KINDS, MAX_TOP_K, MODES
 from vaultsearch.search.snapshot import Snapshot
 from vaultsearch.search.snippets import make_snippet
 from vaultsearch.search.typos import (
+    PROBED,
     Fix,
     corrected,
+    is_word,
     one_edit,
     spelled,
     surface,
@@ -323,6 +325,7 @@ class QueryOrchestrator:
 
         readable = bool(query.terms) and (bool(lexical) or "keywords" not in snap.damaged)
         expanded = snap.lexicon.expand(query.terms) if readable else []
+        expanded = [e for e in expanded if e.kind != "typo" or not is_word(e.word)]
         edits = _one_edit_typos(snap, query.terms, expanded) if readable else {}
         expanded = [e for e in expanded if e.kind != "typo" or e.word not in edits] + [
             Expansion(w, f.term, "typo")
@@ -693,7 +696,7 @@ def _one_edit_typos(
     out = {}
     parts = (p for w in terms for p in re.findall(r"[^\W\d_]+", w.lower()))
     for word in dict.fromkeys(parts):
-        if word in cut_short or df(snap.stem(word)):
+        if word in cut_short or is_word(word) or df(snap.stem(word)):
             continue
         if lexicon.chunks_matching([word]):
             continue
@@ -721,12 +724,10 @@ def _typo_fixes(snap: Snapshot, expanded: list[Expansion]) -> dict[str, str]:
     keywords = next(snap.readers[c.name] for c in DERIVED if c.analyses)
     fixes = {}
     for word, term in stems.items():
-        if found := spelled(word, term, snap.stem):
-            fixes[word] = found
-            continue
         probe = Query(text=word, terms=(word,), expansions=(Expansion(word, term, "typo"),))
-        rows = snap.chunk_rows(c for c, _ in keywords.search(probe, 3, None))
-        if found := surface(word, term, (r.text for r in rows.values()), snap.stem):
+        rows = snap.chunk_rows(c for c, _ in keywords.search(probe, PROBED, None))
+        texts = [r.text for r in rows.values()]
+        if found := spelled(word, term, snap.stem, texts) or surface(word, term, texts, snap.stem):
             fixes[word] = found
     return fixes
 

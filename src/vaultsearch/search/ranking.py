@@ -11,7 +11,10 @@ and a note matching in two chunks of two branches is still one piece of evidence
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -23,6 +26,13 @@ from vaultsearch.search.fusion import graph_boost, normalise, recency_curve, tie
 
 FUSION_METHODS = ("convex", "rrf")
 NORMALISATIONS = ("tm2c2", "minmax")
+
+SOURCE_BOUND_GIFTS = True
+"""Whether link gifts are kept from lifting a note over a better-scored note of another
+source (``bound_gifts``)."""
+
+CUT = 1e-9
+"""A cut gift leaves its note this far below the other source's note it may not pass."""
 
 NAME_MATCH = 1.0
 """Added for an exact title or alias: more than any fused score (convex tops at 1)."""
@@ -187,23 +197,28 @@ def fuse(
 
     target = _fold(name) if name else ""
     recency = recency_curve(settings.recency_tiers) if settings.recency_tiers else None
+    ids = set(fused) | set(graph)
+    named = {n: NAME_MATCH if target and _named(view.notes[n], target) else 0.0 for n in ids}
+    mults = {n: recency((now - view.notes[n].date) / 86400) if recency else 1.0 for n in ids}
+    if SOURCE_BOUND_GIFTS and graph:
+        bases = {n: fused.get(n, 0.0) + named[n] for n in ids}
+        graph = bound_gifts(graph, bases, mults, {n: view.notes[n].source for n in ids})
     out = []
-    for nid in set(fused) | set(graph):
+    for nid in ids:
         chunks = note_chunks.get(nid, [])
         if len(chunks) > 1:
             chunks = list(dict.fromkeys(sorted(chunks, key=lambda c: (-chunk_score[c], c))))
         chunks = chunks or view.first_chunks(nid)
         if not chunks:
             continue
-        named = NAME_MATCH if target and _named(view.notes[nid], target) else 0.0
-        base = fused.get(nid, 0.0) + named
+        base = fused.get(nid, 0.0) + named[nid]
         added, source = graph.get(nid, (0.0, None))
-        mult = recency((now - view.notes[nid].date) / 86400) if recency else 1.0
+        mult = mults[nid]
         recency_added = (base + added) * (mult - 1.0)
         explain = Explain(
             method=settings.method,
             branches=tuple(parts.get(nid, ())),
-            name_added=named,
+            name_added=named[nid],
             graph_added=added,
             graph_from=source,
             recency_multiplier=mult,
@@ -212,6 +227,52 @@ def fuse(
         )
         out.append(Candidate(nid, chunks, explain.total, explain))
     out.sort(key=lambda c: (-c.score, view.notes[c.note_id].path))
+    return out
+
+
+def bound_gifts(
+    graph: Mapping[int, tuple[float, str]],
+    bases: Mapping[int, float],
+    mults: Mapping[int, float],
+    source_of: Mapping[int, str],
+) -> dict[int, tuple[float, str]]:
+    """Each link gift cut so that it lifts its note over no note of another source
+    that ranked above it without the gifts; a gift cut to nothing is dropped.
+
+    Links join notes of one source (docs pages link docs pages; code files link nothing),
+    so a gift measures a note against its own source only: uncut, the docs page on a
+    function, lifted by the pages linking to it, outranked the function itself although
+    the branches rated the function higher (``bench/mixed_code.py``). Within one source
+    nothing changes, nor for a note only a link brought in (a multi-hop answer). Scores
+    compared are final (recency included, ``bases`` times ``mults``); another source's
+    note counts with its own gift uncut."""
+    sources = set(source_of.values())
+    if len(sources) < 2:
+        return dict(graph)
+    rows: dict[str, list[tuple[float, float]]] = {s: [] for s in sources}
+    for nid, base in bases.items():
+        gift = graph.get(nid, (0.0, ""))[0]
+        rows[source_of[nid]].append((-base * mults[nid], (base + gift) * mults[nid]))
+    keys: dict[str, list[float]] = {}
+    lowest: dict[str, list[float]] = {}  # the least final score among the first i + 1
+    for s, r in rows.items():
+        r.sort()
+        keys[s] = [k for k, _ in r]
+        lowest[s] = list(itertools.accumulate((a for _, a in r), min))
+    out = {}
+    for nid, (added, giver) in graph.items():
+        before, mine = bases[nid] * mults[nid], source_of[nid]
+        if before <= 0:
+            out[nid] = (added, giver)  # only the link brought it: no score of its own to keep
+            continue
+        ceiling = math.inf
+        for s in sources - {mine}:
+            above = bisect.bisect_right(keys[s], -before)  # those scored >= before
+            if above:
+                ceiling = min(ceiling, lowest[s][above - 1])
+        cut = min(added, max(ceiling / mults[nid] - bases[nid] - CUT, 0.0))
+        if cut > 0:
+            out[nid] = (cut, giver)
     return out
 
 

@@ -13,14 +13,26 @@ stems to ``wirt``, nearer ``wire`` than ``write``), so a word no chunk holds is 
 edit away as typed (``one_edit``), each variant stemmed as the index stems it, ranked by
 its chunks times the chance of its kind of slip (a noisy channel with every kind of slip
 equally likely).
+
+Two kinds of word are never taken for typos. A word any chunk, title, alias or heading
+holds is the user's own. A word the model's WordPiece vocabulary holds whole (``hiking``,
+``mortgage``, ``marathon``) is a word, not a slip: its neighbours one edit away
+(``liking``, ``mortal``, ``maratha``) mean something else, so "correcting" it only swaps
+the question for another. And the word the model is given for a fix is one the vault or
+the model knows: the first string one edit away that stems like the fix can be no word at
+all (``minimises`` -> ``minimives``, which stems to ``minim`` as ``minimizes`` does).
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 
+from vaultsearch.embedding.locate import RUNTIME_MODEL_DIR
 from vaultsearch.search.query import words
 from vaultsearch.store.fuzzy import Expansion, osa_distance
 
@@ -51,6 +63,10 @@ fix replaces the word."""
 CHANNEL = True
 """Whether candidates are weighed by how likely their kind of slip is (``_edits``) as well
 as by how many chunks hold them; chosen by the same cross-validation as ``SURE``."""
+
+
+PROBED = 50
+"""How many chunks holding a fix's stem are read for the vault's own spellings of it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,11 +118,40 @@ def sure(fixes: Sequence[Fix], ratio: float | None = None) -> bool:
     return len(fixes) == 1 or (bool(fixes) and fixes[0].odds >= ratio * fixes[1].odds)
 
 
-def spelled(typed: str, term: str, stem: Callable[[str], str]) -> str:
+def spelled(typed: str, term: str, stem: Callable[[str], str], texts: Iterable[str] = ()) -> str:
     """The word one edit from ``typed`` that stems to ``term`` (``recriutment`` ->
     ``recruitment`` for ``recruit``), so the model is given the word the user meant
-    rather than another word of that stem; empty when none does."""
-    return next((v for v, _ in _edits(typed.lower()) if stem(v) == term), "")
+    rather than another word of that stem: the likeliest slip that ``texts`` or the
+    model's vocabulary holds as a word; else the likeliest of the slips made of the typed
+    letters alone (two swapped, one too many: ``calneder`` -> ``calender``, which the
+    model reads as the user wrote it), when one is likelier than the others; empty
+    otherwise. A letter changed or added is a guess among 25 (``minimises`` ->
+    ``minimives``, ``asyncio`` -> ``asyncic``) that only a text can confirm."""
+    seen = {w.lower() for text in texts for w in words(text)}
+    slips: dict[str, float] = {}
+    for v, chance in _edits(typed.lower()):
+        if stem(v) == term:
+            slips[v] = max(chance, slips.get(v, 0.0))
+    known = [v for v in slips if v in seen or is_word(v)]
+    if known:
+        return max(known, key=slips.__getitem__)
+    letters = Counter(typed.lower())
+    own = sorted((v for v in slips if Counter(v) <= letters), key=lambda v: -slips[v])
+    if len(own) == 1 or (own and slips[own[0]] > slips[own[1]]):
+        return own[0]
+    return ""
+
+
+def is_word(word: str) -> bool:
+    """Whether the bundled model's WordPiece vocabulary holds ``word`` whole: a word it
+    learned as a unit, so a word in its own right rather than a slip of another."""
+    return word.lower() in _model_words()
+
+
+@cache
+def _model_words() -> frozenset[str]:
+    vocab = json.loads((RUNTIME_MODEL_DIR / "tokenizer.json").read_text(encoding="utf-8"))
+    return frozenset(w for w in vocab["model"]["vocab"] if w.isalpha())
 
 
 def _edits(w: str) -> list[tuple[str, float]]:
