@@ -9,27 +9,13 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import CACHE, SHARED, require
 from hop_cv import with_hop
 from tune import trial_of
-from tune_data import FOLDS, Dataset, score_run
-from vaultsearch.app.beir import prepare_vault
-from vaultsearch.app.evaluation import load_qrels, load_queries
+from tune_data import FOLDS, scifact_train, score_run
 from vaultsearch.config import Config
 
-data = require(SHARED / "scifact")
-config = Config()
-vault, doc_of = prepare_vault(data / "corpus.jsonl", CACHE / "scifact-eval", config)
-vault.index()
+vault, ds, config = scifact_train(Config())
 print("links in graph:", len(vault.orchestrator.snapshot().reader("graph")), flush=True)
-ds = Dataset.from_vault(
-    "SciFact train",
-    vault,
-    load_queries(data / "queries.jsonl"),
-    load_qrels(data / "qrels" / "train.tsv"),
-    100,
-    doc_of=doc_of,
-)
 base = trial_of(config.search)
 for t in [
     base,

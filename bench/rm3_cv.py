@@ -18,11 +18,8 @@ from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import CACHE, SHARED
 from tune import trial_of
-from tune_data import FOLDS, Dataset, K, score_run
-from vaultsearch.app.beir import prepare_vault
-from vaultsearch.app.evaluation import load_qrels, load_queries
+from tune_data import FOLDS, K, scifact_train, score_run
 from vaultsearch.config import Config
 from vaultsearch.search.query import parse_query, words
 from vaultsearch.search.stopwords import STOPWORDS
@@ -30,23 +27,7 @@ from vaultsearch.store import keywords as kwmod
 from vaultsearch.store.derived import Query
 from vaultsearch.store.fuzzy import Expansion
 
-data = SHARED / "scifact"
-config = Config()
-config = replace(
-    config,
-    embedding=replace(config.embedding, sentences=False),
-    search=replace(config.search, sentence_weight=0.0),
-)
-vault, doc_of = prepare_vault(data / "corpus.jsonl", CACHE / "scifact-eval-nosent", config)
-vault.index()
-ds = Dataset.from_vault(
-    "SciFact train",
-    vault,
-    load_queries(data / "queries.jsonl"),
-    load_qrels(data / "qrels" / "train.tsv"),
-    100,
-    doc_of=doc_of,
-)
+vault, ds, config = scifact_train(Config(), sentences=False)
 orch, snap = ds.orchestrator, ds.orchestrator.snapshot()
 shipped = trial_of(config.search)
 base = score_run(ds.run(shipped), ds.qrels, ds.ids)

@@ -17,16 +17,12 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import CACHE, SHARED, require
 from tune import convex_grid, trial_of
 from tune_cv import cross_validate
-from tune_data import FOLDS, Dataset
-from vaultsearch.app.beir import prepare_vault
-from vaultsearch.app.evaluation import load_qrels, load_queries
+from tune_data import FOLDS, scifact_train
 from vaultsearch.config import Config
 
 GOAL = 0.755
@@ -39,23 +35,8 @@ def main() -> None:
         "--trials", type=int, default=0, help="cross-validate only the first N trials of the grid"
     )
     args = parser.parse_args()
-    data = require(SHARED / "scifact")
-    config = Config()
-    work = CACHE / "scifact-eval"
-    if args.no_sentences:
-        config = replace(
-            config,
-            embedding=replace(config.embedding, sentences=False),
-            search=replace(config.search, sentence_weight=0.0),
-        )
-        work = CACHE / "scifact-eval-nosent"
-    vault, doc_of = prepare_vault(data / "corpus.jsonl", work, config)
-    vault.index()
+    vault, ds, config = scifact_train(Config(), sentences=not args.no_sentences)
     try:
-        ds = Dataset.from_vault(
-            "SciFact train", vault, load_queries(data / "queries.jsonl"),
-            load_qrels(data / "qrels" / "train.tsv"), 100, doc_of=doc_of,
-        )  # fmt: skip
         shipped = trial_of(config.search)
         scores = ds.scores(shipped)
         grid = convex_grid(shipped)

@@ -321,3 +321,29 @@ def cached_unit_vectors(label: str, texts: Sequence[str], embedder: Any) -> np.n
         cache.parent.mkdir(parents=True, exist_ok=True)
         np.save(cache, vectors)
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def scifact_train(config: Any, *, sentences: bool = True) -> tuple[Vault, Dataset, Any]:
+    """SciFact train as a built vault (its catalog cached under bench/.cache, one per
+    sentence setting) with its judged claims, and the config it was built with: the one
+    way the cross-validation scripts open it."""
+    from _report import CACHE, SHARED, require
+    from vaultsearch.app.beir import prepare_vault
+    from vaultsearch.app.evaluation import load_qrels, load_queries
+
+    data = require(SHARED / "scifact")
+    work = CACHE / "scifact-eval"
+    if not sentences:
+        config = replace(
+            config,
+            embedding=replace(config.embedding, sentences=False),
+            search=replace(config.search, sentence_weight=0.0),
+        )
+        work = CACHE / "scifact-eval-nosent"
+    vault, doc_of = prepare_vault(data / "corpus.jsonl", work, config)
+    vault.index()
+    ds = Dataset.from_vault(
+        "SciFact train", vault, load_queries(data / "queries.jsonl"),
+        load_qrels(data / "qrels" / "train.tsv"), 100, doc_of=doc_of,
+    )  # fmt: skip
+    return vault, ds, config
