@@ -39,6 +39,19 @@ def _vault(root: Path, notes: int = NOTES) -> Path:
     return write_files(root, {f"n/Note {i}.md": _note(i) for i in range(notes)})
 
 
+def _edited(tmp_path: Path, notes: int, edits: int) -> tuple[Path, Path]:
+    """A built vault whose first ``edits`` notes were then edited one index run each:
+    one delta part per edit."""
+    root = _vault(tmp_path / "vault", notes)
+    index_dir = tmp_path / "index"
+    with Vault.open(root, index_dir=index_dir) as vault:
+        vault.index()
+        for k in range(edits):
+            (root / f"n/Note {k}.md").write_text(_note(k, 1), encoding="utf-8")
+            vault.index()
+    return root, index_dir
+
+
 def _graph_files(generation: Generation) -> dict[str, os.stat_result]:
     graph = GraphPart.location(generation)
     files = [graph, delta_path(graph)]
@@ -149,13 +162,7 @@ def test_a_kill_inside_a_graph_merge_or_fold_leaves_the_previous_generation_serv
     or after the list naming them: the previous generation stays served and whole, and
     the next run completes."""
     notes = 6
-    root = _vault(tmp_path / "vault", notes)
-    index_dir = tmp_path / "index"
-    with Vault.open(root, index_dir=index_dir) as vault:
-        vault.index()
-        for k in range(3):
-            (root / f"n/Note {k}.md").write_text(_note(k, 1), encoding="utf-8")
-            vault.index()
+    root, index_dir = _edited(tmp_path, notes, 3)
     live = IndexLayout(index_dir).live
     assert len(read_listing(GraphPart.location(live)).parts) == 3
     before = (live.name, _graph_bytes(live))
@@ -188,13 +195,8 @@ def test_a_kill_inside_a_graph_merge_or_fold_leaves_the_previous_generation_serv
 
 @pytest.mark.parametrize("how", ["flip", "delete"])
 def test_a_damaged_part_is_found_and_repaired(tmp_path: Path, embedder: object, how: str) -> None:
-    root = _vault(tmp_path / "vault", 6)
-    index_dir = tmp_path / "index"
+    root, index_dir = _edited(tmp_path, 6, 2)
     with Vault.open(root, index_dir=index_dir) as vault:
-        vault.index()
-        for k in range(2):
-            (root / f"n/Note {k}.md").write_text(_note(k, 1), encoding="utf-8")
-            vault.index()
         graph = GraphPart.location(IndexLayout(index_dir).live)
         part = read_listing(graph).parts[-1]
         path = parts_folder(graph) / f"{part.name}.json"
@@ -221,13 +223,7 @@ def test_a_delta_of_the_previous_format_is_read_and_written_as_the_first_part(
 ) -> None:
     """An index written before parts kept the delta's records inside its list file: a
     search reads it, and the next update writes those records as a part before its own."""
-    root = _vault(tmp_path / "vault", 6)
-    index_dir = tmp_path / "index"
-    with Vault.open(root, index_dir=index_dir) as vault:
-        vault.index()
-        for k in range(2):
-            (root / f"n/Note {k}.md").write_text(_note(k, 1), encoding="utf-8")
-            vault.index()
+    root, index_dir = _edited(tmp_path, 6, 2)
     live = IndexLayout(index_dir).live
     graph = GraphPart.location(live)
     listing = read_listing(graph)
