@@ -17,7 +17,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from vaultsearch.config import SearchConfig
 from vaultsearch.models import BranchPart, Explain
@@ -126,13 +126,84 @@ def complete(
     return out
 
 
-@dataclass(slots=True)
+Part = tuple[str, int, int, float, float, float, float]
+"""A ``BranchPart``'s fields in order: fusion keeps a note's parts as tuples and makes the
+frozen dataclasses only for a candidate whose ``explain`` is read."""
+
+
 class Candidate:
-    note_id: int
-    chunks: list[int]
-    """The note's retrieved chunks, best evidence first."""
-    score: float
-    explain: Explain
+    """A ranked note. Its ``explain`` is made on first read: fusion ranks a few hundred
+    notes a query and a search reads the explains of the ``top_k`` it returns, while
+    making every one (an ``Explain`` and a ``BranchPart`` per branch, frozen dataclasses)
+    took most of the fusion's time."""
+
+    __slots__ = ("_explain", "_pending", "chunks", "note_id", "score")
+
+    def __init__(
+        self,
+        note_id: int,
+        chunks: list[int],
+        score: float,
+        explain: Explain | None = None,
+        pending: tuple[Any, ...] | None = None,
+    ) -> None:
+        self.note_id = note_id
+        self.chunks = chunks
+        """The note's retrieved chunks, best evidence first."""
+        self.score = score
+        self._explain = explain
+        self._pending = pending
+        """``Explain``'s arguments, its branch parts as ``Part`` tuples, until read."""
+
+    @property
+    def explain(self) -> Explain:
+        if self._explain is None:
+            method, parts, *rest = self._pending or ("convex", ())
+            branches = tuple(BranchPart(*p) for p in parts)
+            self._explain = _explained(method, branches, *rest)
+            self._pending = None
+        return self._explain
+
+    @explain.setter
+    def explain(self, value: Explain) -> None:
+        self._explain, self._pending = value, None
+
+    def __repr__(self) -> str:
+        return f"Candidate({self.note_id}, {self.chunks}, {self.score}, {self.explain!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Candidate):
+            return NotImplemented
+        return (self.note_id, self.chunks, self.score, self.explain) == (
+            other.note_id,
+            other.chunks,
+            other.score,
+            other.explain,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _explained(
+    method: str,
+    branches: tuple[BranchPart, ...],
+    name_added: float = 0.0,
+    graph_added: float = 0.0,
+    graph_from: str | None = None,
+    recency_multiplier: float = 1.0,
+    recency_added: float = 0.0,
+    expansions: tuple[str, ...] = (),
+) -> Explain:
+    return Explain(
+        method=method,
+        branches=branches,
+        name_added=name_added,
+        graph_added=graph_added,
+        graph_from=graph_from,
+        recency_multiplier=recency_multiplier,
+        recency_added=recency_added,
+        expansions=expansions,
+    )
 
 
 def fuse(
@@ -155,7 +226,7 @@ def fuse(
     and its graph-share gift, as a note linked twice takes the larger gift."""
     weights = {b: settings.weights.get(b, 1.0) for b in branches}
     total_w = sum(weights.values()) or 1.0
-    parts: dict[int, list[BranchPart]] = {}
+    parts: dict[int, list[Part]] = {}
     chunk_score: dict[int, float] = {}
     note_chunks: dict[int, list[int]] = {}
     for branch, hits in sorted(branches.items()):  # each note's parts in branch order
@@ -174,9 +245,9 @@ def fuse(
         ):
             chunk_score[cid] = chunk_score.get(cid, 0.0) + w * norm
             note_chunks.setdefault(nid, []).append(cid)
-        for part in _branch_parts(branch, kept, w, total_w, settings):
-            parts.setdefault(view.note_of_chunk[part.chunk_id], []).append(part)
-    fused = {nid: sum(p.contribution for p in ps) for nid, ps in parts.items()}
+        for nid, part in _branch_parts(branch, kept, w, total_w, settings):
+            parts.setdefault(nid, []).append(part)
+    fused = {nid: sum(p[6] for p in ps) for nid, ps in parts.items()}
 
     graph: dict[int, tuple[float, str]] = {}
     if settings.graph_share > 0 and neighbours is not None and fused:
@@ -215,17 +286,11 @@ def fuse(
         added, source = graph.get(nid, (0.0, None))
         mult = mults[nid]
         recency_added = (base + added) * (mult - 1.0)
-        explain = Explain(
-            method=settings.method,
-            branches=tuple(parts.get(nid, ())),
-            name_added=named[nid],
-            graph_added=added,
-            graph_from=source,
-            recency_multiplier=mult,
-            recency_added=recency_added,
-            expansions=expansions,
-        )
-        out.append(Candidate(nid, chunks, explain.total, explain))
+        ps = parts.get(nid, ())
+        # Explain.total's sum, in its order, so the score is the same float
+        total = sum(p[6] for p in ps) + named[nid] + added + recency_added + 0.0
+        pending = (settings.method, ps, named[nid], added, source, mult, recency_added, expansions)
+        out.append(Candidate(nid, chunks, total, pending=pending))
     out.sort(key=lambda c: (-c.score, view.notes[c.note_id].path))
     return out
 
@@ -310,7 +375,8 @@ def _branch_parts(
     weight: float,
     total_weight: float,
     settings: FusionSettings,
-) -> list[BranchPart]:
+) -> list[tuple[int, Part]]:
+    """Each note's part of this branch, by note id."""
     best: dict[int, list[float]] = {}  # note -> [best chunk, its score, sum of the rest]
     for cid, score, nid in kept:
         entry = best.get(nid)
@@ -330,6 +396,6 @@ def _branch_parts(
         norms = normalise([s for _, s in raw], settings.normalisation)
         scale = weight / total_weight
     return [
-        BranchPart(name, int(best[nid][0]), ranks[nid], s, n, scale, scale * n)
+        (nid, (name, int(best[nid][0]), ranks[nid], s, n, scale, scale * n))
         for (nid, s), n in zip(raw, norms, strict=True)
     ]
