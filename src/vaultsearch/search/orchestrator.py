@@ -381,6 +381,12 @@ class QueryOrchestrator:
                 results[c.branch] = snap.readers[c.name].search(query, k, allowed)
                 timings[f"{c.branch}_start"], timings[f"{c.branch}_end"] = t, time.perf_counter()
                 t = time.perf_counter()
+        candidates = [cid for c in dense for cid, _ in results[c.branch]] if vector else []
+        early: dict[str, dict[int, float]] = {}
+        if job is not None and vector:
+            # the dense branches' chunks are re-scored here while the lexical side still
+            # scores its own: the two sides meet with only the fusion left to do
+            early = {c.branch: _rescored(snap, c, query, candidates) for c in rescorers}
         if job is not None:
             found, scored = job.result()
             results.update(found)
@@ -393,9 +399,10 @@ class QueryOrchestrator:
                 c.branch: scored.completion(snap, c, results[c.branch]) for c in completing
             }
         if vector:
-            candidates = [cid for c in dense for cid, _ in results[c.branch]]
             for c in rescorers:
-                results[c.branch] = scored.rescore(snap, c, candidates, query)
+                results[c.branch] = scored.rescore(
+                    snap, c, candidates, query, early.get(c.branch, {})
+                )
         timings["after_branches"] = time.perf_counter() - t
         banned = frozenset(snap.notes_containing(parsed.excluded)) if parsed.excluded else None
         self.last_timings = timings
@@ -590,7 +597,12 @@ class _Scored:
         return [(c, s) for c, s in scores.items() if snap.note_of_chunk.get(c) not in seen]
 
     def rescore(
-        self, snap: Snapshot, index: type[DerivedIndex], found: list[int], query: Query
+        self,
+        snap: Snapshot,
+        index: type[DerivedIndex],
+        found: list[int],
+        query: Query,
+        known: dict[int, float] | None = None,
     ) -> list[tuple[int, float]]:
         """Each retrieved chunk with the re-scorer's score (for the sentence vectors: its
         best sentence's cosine), best first (ties by chunk id): a branch that only
@@ -598,9 +610,13 @@ class _Scored:
 
         Only the retrieved chunks, not every chunk of their notes: the best of a long
         note's hundreds of sentences is high by chance alone, and scoring them all put
-        changelogs above the answer on dendron-site (nDCG@10 0.7563 against 0.7585)."""
+        changelogs above the answer on dendron-site (nDCG@10 0.7563 against 0.7585).
+        ``known``: scores of ``found`` already taken (a chunk's score does not depend on
+        which others are scored with it)."""
         best = dict(self.rescored.get(index.branch, {}))
-        rest = [cid for cid in found if cid not in best]
+        known = known or {}
+        rest = [cid for cid in found if cid not in best and cid not in known]
+        best.update((cid, known[cid]) for cid in found if cid not in best and cid in known)
         best.update(_rescored(snap, index, query, rest))
         return sorted(best.items(), key=lambda x: (-x[1], x[0]))
 
