@@ -180,3 +180,38 @@ def test_snippet_marks_whole_links_and_keeps_the_window_off_them() -> None:
     long = "word " * 70 + "[[A very long link about rebuild]] tail " + "word " * 70
     cut = make_snippet(long, ("rebuild",), width=100)
     assert cut.text.count("[[") == cut.text.count("]]")
+
+
+class _View:
+    """A generation as fusion reads it: four notes, note 1 with three chunks."""
+
+    def __init__(self) -> None:
+        from vaultsearch.search.filters import NoteMeta
+
+        self.notes = {n: NoteMeta(n, f"n{n}.md", f"N{n}", (), {}, 0.0) for n in (1, 2, 3, 4)}
+        self.note_of_chunk = {10: 1, 11: 1, 12: 1, 20: 2, 30: 3, 40: 4}
+        self.note_by_path = {m.path: n for n, m in self.notes.items()}
+
+    def first_chunks(self, note_id: int) -> list[int]:
+        return [min(c for c, n in self.note_of_chunk.items() if n == note_id)]
+
+
+def test_fused_chunks_come_best_first_once_and_the_score_is_the_explains_total() -> None:
+    from vaultsearch.search.ranking import FusionSettings, fuse
+
+    branches = {
+        "keyword": [(11, 9.0), (20, 6.0), (10, 3.0)],
+        "semantic": [(10, 0.9), (30, 0.7), (11, 0.2), (12, 0.1)],
+    }
+    links = {"n1.md": ["n4.md"], "n2.md": ["n4.md"], "n3.md": ["n4.md"]}
+    settings = FusionSettings(graph_share=0.5, graph_top=1)
+    ranked = fuse(branches, _View(), settings, 0.0, neighbours=lambda p: links.get(p, []))
+    by_note = {c.note_id: c for c in ranked}
+    # chunk 11: 1.0 + 0.2/0.9; chunk 10: 3/9 + 1.0; chunk 12: 0.1/0.9
+    assert by_note[1].chunks == [10, 11, 12]
+    assert by_note[4].chunks == [40]  # only a link brought it: its first chunk
+    assert by_note[4].explain.graph_from == "n1.md"  # the best note alone gives (graph_top 1)
+    assert by_note[4].explain.graph_added == 0.5 * by_note[1].explain.fused
+    for c in ranked:
+        assert c.score == c.explain.total
+    assert [c.note_id for c in ranked] == sorted(by_note, key=lambda n: -by_note[n].score)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import heapq
 import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -137,7 +138,7 @@ class Candidate:
     making every one (an ``Explain`` and a ``BranchPart`` per branch, frozen dataclasses)
     took most of the fusion's time."""
 
-    __slots__ = ("_explain", "_pending", "chunks", "note_id", "score")
+    __slots__ = ("_chunk_scores", "_chunks", "_explain", "_pending", "note_id", "score")
 
     def __init__(
         self,
@@ -146,14 +147,30 @@ class Candidate:
         score: float,
         explain: Explain | None = None,
         pending: tuple[Any, ...] | None = None,
+        chunk_scores: Mapping[int, float] | None = None,
     ) -> None:
         self.note_id = note_id
-        self.chunks = chunks
-        """The note's retrieved chunks, best evidence first."""
+        self._chunks = chunks
+        self._chunk_scores = chunk_scores
+        """Set while ``chunks`` are in the order found: they are ordered by these scores
+        (best first, then by id, each once) on first read."""
         self.score = score
         self._explain = explain
         self._pending = pending
         """``Explain``'s arguments, its branch parts as ``Part`` tuples, until read."""
+
+    @property
+    def chunks(self) -> list[int]:
+        """The note's retrieved chunks, best evidence first."""
+        scores = self._chunk_scores
+        if scores is not None:
+            ordered = sorted(self._chunks, key=lambda c: (-scores[c], c))
+            self._chunks, self._chunk_scores = list(dict.fromkeys(ordered)), None
+        return self._chunks
+
+    @chunks.setter
+    def chunks(self, value: list[int]) -> None:
+        self._chunks, self._chunk_scores = value, None
 
     @property
     def explain(self) -> Explain:
@@ -229,31 +246,38 @@ def fuse(
     parts: dict[int, list[Part]] = {}
     chunk_score: dict[int, float] = {}
     note_chunks: dict[int, list[int]] = {}
+    note_of = view.note_of_chunk.get
     for branch, hits in sorted(branches.items()):  # each note's parts in branch order
         w = weights[branch]
         if w == 0:
             continue
-        kept = [
-            (cid, s, nid)
-            for cid, s in hits
-            if (nid := view.note_of_chunk.get(cid)) is not None
-            and nid not in banned
-            and (allowed is None or nid in allowed)
-        ]
+        kept = [(cid, s, nid) for cid, s in hits if (nid := note_of(cid)) is not None]
+        if banned or allowed is not None:
+            kept = [k for k in kept if k[2] not in banned and (allowed is None or k[2] in allowed)]
         for (cid, _, nid), norm in zip(
             kept, normalise([s for _, s, _ in kept], "tm2c2"), strict=True
         ):
             chunk_score[cid] = chunk_score.get(cid, 0.0) + w * norm
-            note_chunks.setdefault(nid, []).append(cid)
+            if (found := note_chunks.get(nid)) is None:
+                note_chunks[nid] = [cid]
+            else:
+                found.append(cid)
         for nid, part in _branch_parts(branch, kept, w, total_w, settings):
             parts.setdefault(nid, []).append(part)
     fused = {nid: sum(p[6] for p in ps) for nid, ps in parts.items()}
 
     graph: dict[int, tuple[float, str]] = {}
     if settings.graph_share > 0 and neighbours is not None and fused:
-        by_path = {view.notes[n].path: v for n, v in fused.items()}
+        # only the givers: graph_boost ranks its scores (best first, then by path) and
+        # lets the first graph_top give, so it is handed those alone
+        paths = {n: view.notes[n].path for n in fused}
+        top = heapq.nsmallest(settings.graph_top, fused, key=lambda n: (-fused[n], paths[n]))
         _, gifts = graph_boost(
-            by_path, neighbours, settings.graph_top, settings.graph_share, settings.graph_lead
+            {paths[n]: fused[n] for n in top},
+            neighbours,
+            settings.graph_top,
+            settings.graph_share,
+            settings.graph_lead,
         )
         for path, gift in gifts.items():
             nid = view.note_by_path.get(path)
@@ -276,10 +300,7 @@ def fuse(
         graph = bound_gifts(graph, bases, mults, {n: view.notes[n].source for n in ids})
     out = []
     for nid in ids:
-        chunks = note_chunks.get(nid, [])
-        if len(chunks) > 1:
-            chunks = list(dict.fromkeys(sorted(chunks, key=lambda c: (-chunk_score[c], c))))
-        chunks = chunks or view.first_chunks(nid)
+        chunks = note_chunks.get(nid) or view.first_chunks(nid)
         if not chunks:
             continue
         base = fused.get(nid, 0.0) + named[nid]
@@ -290,7 +311,8 @@ def fuse(
         # Explain.total's sum, in its order, so the score is the same float
         total = sum(p[6] for p in ps) + named[nid] + added + recency_added + 0.0
         pending = (settings.method, ps, named[nid], added, source, mult, recency_added, expansions)
-        out.append(Candidate(nid, chunks, total, pending=pending))
+        order = chunk_score if len(chunks) > 1 else None
+        out.append(Candidate(nid, chunks, total, pending=pending, chunk_scores=order))
     out.sort(key=lambda c: (-c.score, view.notes[c.note_id].path))
     return out
 
