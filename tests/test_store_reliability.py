@@ -273,6 +273,70 @@ def test_a_manifest_changed_in_one_bit_is_named_and_an_older_state_checks_clean(
     assert (index_dir / "index.manifest.json").read_bytes() == pristine
 
 
+def _shared_files(index_dir: Path) -> set[tuple[str, int]]:
+    """(name, inode) of every segment file of the live generation: a rebuild writes new
+    ones, a clone hard-links the same."""
+    live = IndexLayout(index_dir).live.root
+    folders = (live / "segments", KeywordPart.location(IndexLayout(index_dir).live))
+    found = {(p.name, p.stat().st_ino) for f in folders for p in f.iterdir() if p.is_file()}
+    return {(n, i) for n, i in found if not n.endswith(".json") and not n.startswith(".")}
+
+
+def test_index_writes_a_damaged_manifest_again_without_rebuilding(
+    indexed: tuple[Path, Path],
+) -> None:
+    """A manifest whose bytes are not those the state file recorded is damage, not a
+    changed setting, when the settings' own manifest has the recorded bytes: ``index``
+    says so and writes it again in a clone, sharing every segment file."""
+    root, index_dir = indexed
+    args = [str(root), "--index-dir", str(index_dir)]
+    pristine = IndexLayout(index_dir).live.manifest.read_bytes()
+    segments = _shared_files(index_dir)
+    _damage(IndexLayout(index_dir).live.manifest, "digit-flip")
+    code, out = run("index", *args, "--check")
+    assert (
+        code == 1
+        and "manifest: damaged; its settings are the ones in use" in out
+        and "rebuild" not in out
+    ), out
+    code, out = run("index", *args, "--json")
+    summary = json.loads(out)
+    assert code == 0 and summary["rebuild_reasons"] == [], summary
+    assert summary["repaired"] == [
+        "manifest: damaged; its settings are the ones in use: written again"
+    ]
+    assert summary["chunks_embedded"] == 0
+    assert _shared_files(index_dir) == segments
+    assert IndexLayout(index_dir).live.manifest.read_bytes() == pristine
+    assert run("check", *args)[0] == 0
+    assert run("index", *args, "--json")[0] == 0  # and the next run has nothing to do
+    assert _shared_files(index_dir) == segments
+
+
+@pytest.mark.parametrize("damaged", [False, True], ids=["intact", "damaged"])
+def test_a_changed_setting_still_rebuilds_with_or_without_a_damaged_manifest(
+    indexed: tuple[Path, Path], damaged: bool, tmp_path: Path
+) -> None:
+    root, index_dir = indexed
+    config = tmp_path / "bigger.toml"
+    config.write_text("[chunking]\nsize = 1400\n")
+    args = [str(root), "--index-dir", str(index_dir), "--config", str(config)]
+    segments = _shared_files(index_dir)
+    if damaged:
+        _damage(IndexLayout(index_dir).live.manifest, "digit-flip")
+    code, out = run("index", *args, "--json")
+    summary = json.loads(out)
+    assert code == 0 and summary["chunks_embedded"] == 0
+    want = (
+        ["manifest: damaged, and the settings are not those that built the index"]
+        if damaged
+        else ["chunking.size: 1000 -> 1400"]
+    )
+    assert summary["rebuild_reasons"] == want
+    assert not _shared_files(index_dir) & segments
+    assert run("check", *args)[0] == 0
+
+
 def _dump(catalog: Path) -> list[str]:
     db = sqlite3.connect(f"{catalog.as_uri()}?mode=ro", uri=True)
     try:
