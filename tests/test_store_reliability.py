@@ -18,7 +18,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -644,6 +644,91 @@ def test_index_on_a_damaged_catalog_rebuilds_instead_of_crashing(
     assert code == 0
     summary = json.loads(out)
     assert summary["chunks_embedded"] == 0
+    assert any(r.startswith("catalog: ") for r in summary["rebuild_reasons"]), summary
+    assert run("check", str(root), "--index-dir", str(index_dir))[0] == 0
+
+
+def _linked(i: int, version: int) -> str:
+    a, b = WORDS[i % 10], WORDS[(i * 3 + version) % 10]
+    return (
+        f"# Note {i:03d}\n\nNote {i:03d} is about the {a} and the {b} (version {version}).\n"
+        f"It links to [[Note {(i + 1) % 40:03d}]] and [[Note {(i * 13) % 40:03d}]].\n\n"
+        f"## Details\n\nThe {b} appears here, then the {a} again.\n"
+    )
+
+
+def _linked_notes(edited: Iterable[int] = ()) -> dict[str, str | bytes]:
+    return {f"f{i % 4}/Note {i:03d}.md": _linked(i, int(i in edited)) for i in range(40)}
+
+
+def _catalog_without_its_wal(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """Edits published while a reader holds an older snapshot, so each checkpoint folds
+    in only part of the WAL (none of them may rebuild: the file's header then counts
+    pages the WAL holds); then the WAL is lost, and the file left is not whole."""
+    root = write_files(tmp_path / "vault", _linked_notes())
+    index_dir = tmp_path / "index"
+    argv = [sys.executable, "-m", "vaultsearch.cli", "index", str(root)]
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    edited: list[int] = []
+    for edit in range(4):
+        catalog = IndexLayout(index_dir).live.catalog if edit else None
+        reader = sqlite3.connect(f"{catalog.as_uri()}?mode=ro", uri=True) if catalog else None
+        if reader is not None:
+            reader.execute("BEGIN")
+            reader.execute("SELECT COUNT(*) FROM notes").fetchone()
+        edited += [edit * 3 + 1, edit * 11 % 40, edit * 17 % 40 + 2] if edit else []
+        write_files(root, _linked_notes(edited))
+        done = subprocess.run(
+            [*argv, "--index-dir", str(index_dir), "--json"],
+            env=env,
+            check=False,
+            capture_output=True,
+            text=True,
+        )
+        if reader is not None:
+            reader.close()
+        assert done.returncode == 0
+        assert not json.loads(done.stdout)["rebuild_reasons"] or not edit, done.stdout
+    catalog = IndexLayout(index_dir).live.catalog
+    catalog.with_name(catalog.name + "-wal").unlink()
+    return root, index_dir, catalog
+
+
+def test_a_lost_wal_that_leaves_indexes_unlike_their_tables_is_repaired(
+    tmp_path: Path, embedder: object
+) -> None:
+    """Such a file can pass ``quick_check`` and be called malformed only when a read goes
+    through a damaged index: that read is itself the finding, and the repair rebuilds
+    the catalog from the files instead of ending in a traceback."""
+    root, index_dir, catalog = _catalog_without_its_wal(tmp_path)
+    db = sqlite3.connect(f"{catalog.as_uri()}?immutable=1", uri=True)
+    try:
+        found = db.execute("PRAGMA integrity_check").fetchall()
+    except sqlite3.DatabaseError as exc:
+        found = [(str(exc),)]
+    finally:
+        db.close()
+    assert found != [("ok",)], "the file left is whole: not the case meant"
+    cached = embeddings()
+    args = [str(root), "--index-dir", str(index_dir)]
+    assert run("check", *args)[0] == 1
+    code, out = run("check", "--repair", "--json", *args)
+    repaired = json.loads(out)["repaired"]
+    assert code == 0 and repaired["chunks_embedded"] == 0, out
+    assert any(line.startswith("catalog: ") for line in repaired["derived"]), repaired
+    assert run("check", *args)[0] == 0
+    assert embeddings() == cached
+    with Vault.open(root, index_dir=index_dir) as vault:
+        assert vault.search("version 1", mode="keyword")
+
+
+def test_a_lost_wal_found_by_an_edit_rebuilds_the_catalog(tmp_path: Path, embedder: object) -> None:
+    root, index_dir, _catalog = _catalog_without_its_wal(tmp_path)
+    write_files(root, {"f0/Note 000.md": _linked(0, 7)})
+    code, out = run("index", str(root), "--index-dir", str(index_dir), "--json")
+    assert code == 0, out
+    summary = json.loads(out)
+    assert summary["chunks_embedded"] <= 2
     assert any(r.startswith("catalog: ") for r in summary["rebuild_reasons"]), summary
     assert run("check", str(root), "--index-dir", str(index_dir))[0] == 0
 

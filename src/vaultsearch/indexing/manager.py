@@ -90,6 +90,7 @@ from vaultsearch.store.writer import (
     catalog_problems,
     clone_generation,
     generation_sharing_catalog,
+    read_damage,
 )
 
 SOURCES_STATE = "sources.json"
@@ -138,6 +139,9 @@ class IndexManager:
         ``fill_sentences``, which that process runs in steps between its updates."""
         self._deferring = False
         """This run embeds chunks only (stage 1)."""
+        self._damaged: set[Path] = set()
+        """Catalogs a read found damaged that ``catalog_problems`` passes: a rebuild
+        salvages their embeddings row by row rather than trust them."""
 
     def use_sources(self, config: Config) -> None:
         """Another list of named sources (added or removed), keeping this manager's
@@ -447,11 +451,19 @@ class IndexManager:
                 self._rebuild_from_files(current, manifest, summary)
                 summary.repaired += self._reuse_lines(summary)
             else:
+                reason = None
                 try:
                     self._rebuild_from_catalog(current, manifest, summary)
                     summary.repaired.append("derived indexes: rebuilt from the catalog")
                 except MissingVectors as exc:
-                    summary.repaired.append(f"{exc}: rebuilt from the vault's files")
+                    reason = str(exc)
+                except sqlite3.DatabaseError as exc:
+                    if not (damage := read_damage(exc)):
+                        raise
+                    self._damaged.add(current.catalog)
+                    reason = damage[0]
+                if reason is not None:
+                    summary.repaired.append(f"{reason}: rebuilt from the vault's files")
                     self._rebuild_from_files(current, manifest, summary)
                     summary.repaired += self._reuse_lines(summary)
             summary.seconds = time.perf_counter() - t0
@@ -485,12 +497,13 @@ class IndexManager:
             except MissingVectors as exc:
                 summary = IndexSummary(rebuild_reasons=[str(exc)], started=t0)
                 self._rebuild_from_files(current, manifest, summary)
-            except (sqlite3.DatabaseError, ValueError):
+            except (sqlite3.DatabaseError, ValueError) as exc:
                 # the cheap check above reads a few pages: damage elsewhere shows when a
                 # row is read, and the whole check then decides whether it is damage
-                if not (damage := catalog_problems(current)):
+                if not (damage := catalog_problems(current) or read_damage(exc)):
                     raise
                 summary = IndexSummary(rebuild_reasons=damage, started=t0)
+                self._damaged.add(current.catalog)
                 self._rebuild_from_files(current, manifest, summary)
         summary.seconds = time.perf_counter() - t0
         return summary
@@ -659,7 +672,11 @@ class IndexManager:
         for path in (previous.catalog if previous else None, self.layout.legacy_catalog):
             if path is None or not path.is_file():
                 continue
-            if previous is not None and path == previous.catalog and catalog_problems(previous):
+            if (
+                previous is not None
+                and path == previous.catalog
+                and (path in self._damaged or catalog_problems(previous))
+            ):
                 self._salvage = SalvagedEmbeddings(
                     path,
                     self.embedder.dimension,
