@@ -19,6 +19,8 @@ from vaultsearch.cli.main import main
 from vaultsearch.config import EmbeddingConfig
 from vaultsearch.embedding import Embedder, fingerprint
 from vaultsearch.errors import ModelLoadError
+from vaultsearch.store.layout import IndexLayout
+from vaultsearch.store.manifest import MANIFEST_DIGEST, read_state, write_state
 
 ROOT = Path(__file__).resolve().parents[1]
 HAS_HF = all(
@@ -212,6 +214,11 @@ def test_an_index_made_by_the_former_openvino_default_is_rebuilt(
             "precision": "int8-static",
         }
         manifest.write_text(json.dumps(data, indent=2, sort_keys=True))
+    live = IndexLayout(index_dir).live  # such an index's state recorded no manifest digest
+    state = read_state(live.root) or {}
+    write_state(
+        live.root, {k: v for k, v in state.items() if k not in (MANIFEST_DIGEST, "checksum")}
+    )
     argv = ["index", str(root), "--check", "--index-dir", str(index_dir), "--config", str(config)]
     assert main(argv) == 1
     out = capsys.readouterr().out

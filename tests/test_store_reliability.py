@@ -18,7 +18,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -271,6 +271,70 @@ def test_a_manifest_changed_in_one_bit_is_named_and_an_older_state_checks_clean(
     assert run("check", "--repair", *args)[0] == 0
     assert IndexLayout(index_dir).live.manifest.read_bytes() == pristine
     assert (index_dir / "index.manifest.json").read_bytes() == pristine
+
+
+def _shared_files(index_dir: Path) -> set[tuple[str, int]]:
+    """(name, inode) of every segment file of the live generation: a rebuild writes new
+    ones, a clone hard-links the same."""
+    live = IndexLayout(index_dir).live.root
+    folders = (live / "segments", KeywordPart.location(IndexLayout(index_dir).live))
+    found = {(p.name, p.stat().st_ino) for f in folders for p in f.iterdir() if p.is_file()}
+    return {(n, i) for n, i in found if not n.endswith(".json") and not n.startswith(".")}
+
+
+def test_index_writes_a_damaged_manifest_again_without_rebuilding(
+    indexed: tuple[Path, Path],
+) -> None:
+    """A manifest whose bytes are not those the state file recorded is damage, not a
+    changed setting, when the settings' own manifest has the recorded bytes: ``index``
+    says so and writes it again in a clone, sharing every segment file."""
+    root, index_dir = indexed
+    args = [str(root), "--index-dir", str(index_dir)]
+    pristine = IndexLayout(index_dir).live.manifest.read_bytes()
+    segments = _shared_files(index_dir)
+    _damage(IndexLayout(index_dir).live.manifest, "digit-flip")
+    code, out = run("index", *args, "--check")
+    assert (
+        code == 1
+        and "manifest: damaged; its settings are the ones in use" in out
+        and "rebuild" not in out
+    ), out
+    code, out = run("index", *args, "--json")
+    summary = json.loads(out)
+    assert code == 0 and summary["rebuild_reasons"] == [], summary
+    assert summary["repaired"] == [
+        "manifest: damaged; its settings are the ones in use: written again"
+    ]
+    assert summary["chunks_embedded"] == 0
+    assert _shared_files(index_dir) == segments
+    assert IndexLayout(index_dir).live.manifest.read_bytes() == pristine
+    assert run("check", *args)[0] == 0
+    assert run("index", *args, "--json")[0] == 0  # and the next run has nothing to do
+    assert _shared_files(index_dir) == segments
+
+
+@pytest.mark.parametrize("damaged", [False, True], ids=["intact", "damaged"])
+def test_a_changed_setting_still_rebuilds_with_or_without_a_damaged_manifest(
+    indexed: tuple[Path, Path], damaged: bool, tmp_path: Path
+) -> None:
+    root, index_dir = indexed
+    config = tmp_path / "bigger.toml"
+    config.write_text("[chunking]\nsize = 1400\n")
+    args = [str(root), "--index-dir", str(index_dir), "--config", str(config)]
+    segments = _shared_files(index_dir)
+    if damaged:
+        _damage(IndexLayout(index_dir).live.manifest, "digit-flip")
+    code, out = run("index", *args, "--json")
+    summary = json.loads(out)
+    assert code == 0 and summary["chunks_embedded"] == 0
+    want = (
+        ["manifest: damaged, and the settings are not those that built the index"]
+        if damaged
+        else ["chunking.size: 1000 -> 1400"]
+    )
+    assert summary["rebuild_reasons"] == want
+    assert not _shared_files(index_dir) & segments
+    assert run("check", *args)[0] == 0
 
 
 def _dump(catalog: Path) -> list[str]:
@@ -580,6 +644,91 @@ def test_index_on_a_damaged_catalog_rebuilds_instead_of_crashing(
     assert code == 0
     summary = json.loads(out)
     assert summary["chunks_embedded"] == 0
+    assert any(r.startswith("catalog: ") for r in summary["rebuild_reasons"]), summary
+    assert run("check", str(root), "--index-dir", str(index_dir))[0] == 0
+
+
+def _linked(i: int, version: int) -> str:
+    a, b = WORDS[i % 10], WORDS[(i * 3 + version) % 10]
+    return (
+        f"# Note {i:03d}\n\nNote {i:03d} is about the {a} and the {b} (version {version}).\n"
+        f"It links to [[Note {(i + 1) % 40:03d}]] and [[Note {(i * 13) % 40:03d}]].\n\n"
+        f"## Details\n\nThe {b} appears here, then the {a} again.\n"
+    )
+
+
+def _linked_notes(edited: Iterable[int] = ()) -> dict[str, str | bytes]:
+    return {f"f{i % 4}/Note {i:03d}.md": _linked(i, int(i in edited)) for i in range(40)}
+
+
+def _catalog_without_its_wal(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """Edits published while a reader holds an older snapshot, so each checkpoint folds
+    in only part of the WAL (none of them may rebuild: the file's header then counts
+    pages the WAL holds); then the WAL is lost, and the file left is not whole."""
+    root = write_files(tmp_path / "vault", _linked_notes())
+    index_dir = tmp_path / "index"
+    argv = [sys.executable, "-m", "vaultsearch.cli", "index", str(root)]
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    edited: list[int] = []
+    for edit in range(4):
+        catalog = IndexLayout(index_dir).live.catalog if edit else None
+        reader = sqlite3.connect(f"{catalog.as_uri()}?mode=ro", uri=True) if catalog else None
+        if reader is not None:
+            reader.execute("BEGIN")
+            reader.execute("SELECT COUNT(*) FROM notes").fetchone()
+        edited += [edit * 3 + 1, edit * 11 % 40, edit * 17 % 40 + 2] if edit else []
+        write_files(root, _linked_notes(edited))
+        done = subprocess.run(
+            [*argv, "--index-dir", str(index_dir), "--json"],
+            env=env,
+            check=False,
+            capture_output=True,
+            text=True,
+        )
+        if reader is not None:
+            reader.close()
+        assert done.returncode == 0
+        assert not json.loads(done.stdout)["rebuild_reasons"] or not edit, done.stdout
+    catalog = IndexLayout(index_dir).live.catalog
+    catalog.with_name(catalog.name + "-wal").unlink()
+    return root, index_dir, catalog
+
+
+def test_a_lost_wal_that_leaves_indexes_unlike_their_tables_is_repaired(
+    tmp_path: Path, embedder: object
+) -> None:
+    """Such a file can pass ``quick_check`` and be called malformed only when a read goes
+    through a damaged index: that read is itself the finding, and the repair rebuilds
+    the catalog from the files instead of ending in a traceback."""
+    root, index_dir, catalog = _catalog_without_its_wal(tmp_path)
+    db = sqlite3.connect(f"{catalog.as_uri()}?immutable=1", uri=True)
+    try:
+        found = db.execute("PRAGMA integrity_check").fetchall()
+    except sqlite3.DatabaseError as exc:
+        found = [(str(exc),)]
+    finally:
+        db.close()
+    assert found != [("ok",)], "the file left is whole: not the case meant"
+    cached = embeddings()
+    args = [str(root), "--index-dir", str(index_dir)]
+    assert run("check", *args)[0] == 1
+    code, out = run("check", "--repair", "--json", *args)
+    repaired = json.loads(out)["repaired"]
+    assert code == 0 and repaired["chunks_embedded"] == 0, out
+    assert any(line.startswith("catalog: ") for line in repaired["derived"]), repaired
+    assert run("check", *args)[0] == 0
+    assert embeddings() == cached
+    with Vault.open(root, index_dir=index_dir) as vault:
+        assert vault.search("version 1", mode="keyword")
+
+
+def test_a_lost_wal_found_by_an_edit_rebuilds_the_catalog(tmp_path: Path, embedder: object) -> None:
+    root, index_dir, _catalog = _catalog_without_its_wal(tmp_path)
+    write_files(root, {"f0/Note 000.md": _linked(0, 7)})
+    code, out = run("index", str(root), "--index-dir", str(index_dir), "--json")
+    assert code == 0, out
+    summary = json.loads(out)
+    assert summary["chunks_embedded"] <= 2
     assert any(r.startswith("catalog: ") for r in summary["rebuild_reasons"]), summary
     assert run("check", str(root), "--index-dir", str(index_dir))[0] == 0
 

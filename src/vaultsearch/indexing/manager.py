@@ -80,6 +80,7 @@ from vaultsearch.store.manifest import (
     read_state,
     rebuild_scope,
     recorded_dimension,
+    recorded_manifest,
 )
 from vaultsearch.store.runstate import RUN_NAME
 from vaultsearch.store.salvage import SalvagedEmbeddings
@@ -89,6 +90,7 @@ from vaultsearch.store.writer import (
     catalog_problems,
     clone_generation,
     generation_sharing_catalog,
+    read_damage,
 )
 
 SOURCES_STATE = "sources.json"
@@ -137,6 +139,9 @@ class IndexManager:
         ``fill_sentences``, which that process runs in steps between its updates."""
         self._deferring = False
         """This run embeds chunks only (stage 1)."""
+        self._damaged: set[Path] = set()
+        """Catalogs a read found damaged that ``catalog_problems`` passes: a rebuild
+        salvages their embeddings row by row rather than trust them."""
 
     def use_sources(self, config: Config) -> None:
         """Another list of named sources (added or removed), keeping this manager's
@@ -172,14 +177,26 @@ class IndexManager:
                     "rebuild", ["an index of an older format: rebuilt reusing its embeddings"]
                 )
             return IndexCheck("rebuild", ["no index has been built yet"])
-        old = read_manifest(current.root)
-        expected = expected_manifest(self.config, recorded_dimension(old, self.config))
+        old, expected, damaged = self._recorded_manifest(current)
+        if old is None and damaged:
+            return IndexCheck("rebuild", [damaged], [damaged])
         changes = manifest_differences(old, expected)
         if changes:
             return IndexCheck("rebuild", [f"manifest field changed: {c}" for c in changes], changes)
         if damage := catalog_problems(current):
             return IndexCheck("rebuild", damage)
         return None
+
+    def _recorded_manifest(
+        self, current: Generation
+    ) -> tuple[dict[str, Any] | None, dict[str, Any], str]:
+        """What built ``current``, what the settings would build, and what is wrong with
+        the manifest file (``recorded_manifest``)."""
+        expected = expected_manifest(
+            self.config, recorded_dimension(read_manifest(current.root), self.config)
+        )
+        old, damaged = recorded_manifest(current.root, expected)
+        return old, expected, damaged
 
     def check(self) -> IndexCheck:
         """Is the index current? Never loads the model and never writes."""
@@ -196,6 +213,7 @@ class IndexManager:
         finally:
             catalog.close()
         reasons = describe_plan(plan)
+        reasons += [damaged] if (damaged := self._recorded_manifest(current)[2]) else []
         reasons += [f"source {name} has not been cloned yet" for name in sorted(scan.never_read)]
         if behind:
             reasons.append("derived indexes are behind the catalog (an interrupted run)")
@@ -433,11 +451,19 @@ class IndexManager:
                 self._rebuild_from_files(current, manifest, summary)
                 summary.repaired += self._reuse_lines(summary)
             else:
+                reason = None
                 try:
                     self._rebuild_from_catalog(current, manifest, summary)
                     summary.repaired.append("derived indexes: rebuilt from the catalog")
                 except MissingVectors as exc:
-                    summary.repaired.append(f"{exc}: rebuilt from the vault's files")
+                    reason = str(exc)
+                except sqlite3.DatabaseError as exc:
+                    if not (damage := read_damage(exc)):
+                        raise
+                    self._damaged.add(current.catalog)
+                    reason = damage[0]
+                if reason is not None:
+                    summary.repaired.append(f"{reason}: rebuilt from the vault's files")
                     self._rebuild_from_files(current, manifest, summary)
                     summary.repaired += self._reuse_lines(summary)
             summary.seconds = time.perf_counter() - t0
@@ -450,9 +476,13 @@ class IndexManager:
         summary = IndexSummary(started=t0)
         manifest = expected_manifest(self.config, self.embedder.dimension)
         current = self.layout.current()
-        old = read_manifest(current.root) if current is not None else None
+        old, damaged = recorded_manifest(current.root, manifest) if current else (None, "")
         damage = self._catalog_damage(current) if current is not None else []
         changes = [] if current is None else manifest_differences(old, manifest)
+        if damaged and old is None:
+            changes = [damaged]
+        elif damaged:
+            summary.repaired.append(damaged)
         needed = current is None or bool(damage) or "notes" in rebuild_scope(changes)
         if full or needed:
             summary.rebuild_reasons = ["--full"] if full else damage or changes
@@ -463,16 +493,17 @@ class IndexManager:
                 if changes:
                     summary.rebuild_reasons = changes
                     current = self._rebuild_from_catalog(current, manifest, summary)
-                self._incremental(current, manifest, summary, paths, source)
+                self._incremental(current, manifest, summary, paths, source, bool(damaged))
             except MissingVectors as exc:
                 summary = IndexSummary(rebuild_reasons=[str(exc)], started=t0)
                 self._rebuild_from_files(current, manifest, summary)
-            except (sqlite3.DatabaseError, ValueError):
+            except (sqlite3.DatabaseError, ValueError) as exc:
                 # the cheap check above reads a few pages: damage elsewhere shows when a
                 # row is read, and the whole check then decides whether it is damage
-                if not (damage := catalog_problems(current)):
+                if not (damage := catalog_problems(current) or read_damage(exc)):
                     raise
                 summary = IndexSummary(rebuild_reasons=damage, started=t0)
+                self._damaged.add(current.catalog)
                 self._rebuild_from_files(current, manifest, summary)
         summary.seconds = time.perf_counter() - t0
         return summary
@@ -484,11 +515,12 @@ class IndexManager:
         summary: IndexSummary,
         paths: Collection[str] | None,
         source: str | None = None,
+        rewrite_manifest: bool = False,
     ) -> None:
         """Changes go into a new generation made from the live one (Tantivy's immutable
         segments hard-linked) and one transaction of the shared catalog, published in
         one step when all are in, so a reader never sees part of a run; a run with
-        nothing to do writes nothing."""
+        nothing to do writes nothing but a damaged manifest (``rewrite_manifest``)."""
         catalog = open_catalog_for_reading(live.catalog)
         try:
             scanned, known, failures, scan = self.files.look(catalog, paths, source, sync=True)
@@ -502,7 +534,9 @@ class IndexManager:
         plan = plan_changes(scanned, known, failures, self.sources.read_limit)
         summary.unchanged = plan.unchanged
         if plan.empty and healthy:
-            if read_manifest(live.root) != manifest:  # a change that needs no rebuild
+            if rewrite_manifest:
+                self._rewrite_manifest(live, manifest, summary)
+            elif read_manifest(live.root) != manifest:  # a change that needs no rebuild
                 self._rebuild_from_catalog(live, manifest, summary)
             return
         generation = clone_generation(self.layout, live)
@@ -520,6 +554,21 @@ class IndexManager:
             if not healthy:  # reading every id of every index is what an edit must not cost
                 summary.repaired += writer.level()
             self._run_plan(writer, plan, summary, manifest, early=early)
+        finally:
+            writer.close()
+        self._publish(writer.generation)
+
+    def _rewrite_manifest(
+        self, live: Generation, manifest: dict[str, Any], summary: IndexSummary
+    ) -> None:
+        """A clone of the live generation with its manifest written again: the damage
+        was to that file only, so no index is rebuilt (an edit's run, had there been
+        one, writes it anyway)."""
+        writer = GenerationWriter(
+            clone_generation(self.layout, live), self._settings(), False, True, cache=self.cache
+        )
+        try:
+            writer.commit(manifest, summary.to_dict())
         finally:
             writer.close()
         self._publish(writer.generation)
@@ -623,7 +672,11 @@ class IndexManager:
         for path in (previous.catalog if previous else None, self.layout.legacy_catalog):
             if path is None or not path.is_file():
                 continue
-            if previous is not None and path == previous.catalog and catalog_problems(previous):
+            if (
+                previous is not None
+                and path == previous.catalog
+                and (path in self._damaged or catalog_problems(previous))
+            ):
                 self._salvage = SalvagedEmbeddings(
                     path,
                     self.embedder.dimension,

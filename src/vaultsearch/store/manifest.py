@@ -170,6 +170,27 @@ def manifest_problem(path: Path, state: dict[str, Any]) -> str | None:
     return None
 
 
+def recorded_manifest(root: Path, expected: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """The manifest the generation at ``root`` was built with, and what is wrong with its
+    file ("" when nothing). A file whose bytes are not the ones its intact state file
+    recorded is damaged, not a changed setting: the manifest is deterministic, so when
+    ``expected`` has the recorded bytes the settings are the ones that built the index
+    and only the file needs writing again; when it has not, they changed (None: rebuild)."""
+    old = read_manifest(root)
+    state = read_state(root) or {}
+    recorded = state.get(MANIFEST_DIGEST)
+    if not isinstance(recorded, str) or state.get("checksum") != state_checksum(state):
+        return old, ""  # nothing trustworthy to compare with: an older or damaged state
+    try:
+        if hashlib.sha256((root / MANIFEST_NAME).read_bytes()).hexdigest() == recorded:
+            return old, ""
+    except OSError:
+        pass
+    if hashlib.sha256(json_bytes(expected)).hexdigest() == recorded:
+        return expected, "manifest: damaged; its settings are the ones in use: written again"
+    return None, "manifest: damaged, and the settings are not those that built the index"
+
+
 def read_state(index_dir: Path) -> dict[str, Any] | None:
     return read_json(index_dir / STATE_NAME)
 

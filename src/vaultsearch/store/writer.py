@@ -194,6 +194,19 @@ def catalog_problems(generation: Generation, thorough: bool = True) -> list[str]
     return problems
 
 
+def read_damage(exc: BaseException) -> list[str]:
+    """SQLite's own word that the catalog is damaged, met reading rows: a file whose
+    indexes disagree with their tables (a WAL lost after checkpoints that folded in only
+    part of it) passes ``quick_check`` and is called malformed only when a read goes
+    through such an index. Empty for any other error (a busy or missing file)."""
+    if isinstance(exc, sqlite3.DatabaseError) and (
+        getattr(exc, "sqlite_errorcode", 0) & 0xFF
+        in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+    ):
+        return [f"catalog: unreadable ({type(exc).__name__}: {str(exc)[:120]})"]
+    return []
+
+
 def _header_problems(path: Path, looks: int = 5) -> list[str]:
     """A truncated or overwritten file shows in SQLite's 100-byte header: the page
     count it records (kept by every checkpoint) must fit in the file.
@@ -201,6 +214,12 @@ def _header_problems(path: Path, looks: int = 5) -> list[str]:
     A checkpoint in another process writes page 1 before the pages that extend the
     file, so one look can see a header ahead of the size: only a shortfall that lasts
     over a few looks is damage (a real truncation stays), else an edit would rebuild."""
+    wal = path.with_name(path.name + "-wal")
+    if wal.is_file() and wal.stat().st_size > 0:
+        # checkpoints that a reader's older snapshot cut short leave page 1 of a later
+        # commit in the file, and the pages it counts in the WAL: no damage, and every
+        # edit under such a reader rebuilt the catalog; a read meets real damage
+        return []
     problem: list[str] = []
     for look in range(looks):
         if look:
