@@ -245,3 +245,41 @@ def test_a_segment_indexed_by_an_older_kind_is_indexed_again_at_the_next_commit(
     assert kept.ann[0] == ann.DEFAULT_KIND
     assert not list((vault.layout.live.root / "segments").glob("*.hnsw.faiss"))
     assert vault.manager().verify().ok
+
+
+def _mapped(path: Path) -> bool:
+    """Whether this process maps the file (``/proc/self/maps``)."""
+    return any(
+        line.endswith(str(path)) for line in Path("/proc/self/maps").read_text().splitlines()
+    )
+
+
+def test_a_mapped_index_dropped_when_idle_finds_what_one_read_whole_finds(vault: Vault) -> None:
+    """The reader maps the index file instead of copying it, and an idle reader drops it
+    (``release_pages``): the candidates are those of the index read whole, and a search
+    after the drop maps it again and answers as before."""
+    snap = Snapshot.open(vault.layout, vault.config)
+    try:
+        reader = snap.reader("vectors").vectors
+        (seg,) = reader.segments
+        assert seg._folder is not None
+        path = seg.entry.ann_file(seg._folder)
+        assert path is not None
+        whole = faiss.read_index(str(path))
+        queries = [normalize(np.asarray(seg.rows[i]))[0] for i in range(0, NOTES, 4)]
+        mask = np.arange(seg.entry.rows) % 3 != 0
+        for q in queries:
+            for selected in (None, mask):
+                got = ann.candidates(seg.ann_index, q, 10, selected)
+                assert got.tolist() == ann.candidates(whole, q, 10, selected).tolist()
+        answers = [reader.search(q, 10) for q in queries]
+        if Path("/proc/self/maps").is_file():
+            assert _mapped(path.resolve())
+        snap.release_pages()
+        assert "ann_index" not in seg.__dict__
+        if Path("/proc/self/maps").is_file():
+            assert not _mapped(path.resolve())
+        assert [reader.search(q, 10) for q in queries] == answers
+        assert "ann_index" in seg.__dict__
+    finally:
+        snap.close()

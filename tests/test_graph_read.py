@@ -10,7 +10,15 @@ from typing import Any
 import networkx as nx
 
 from vaultsearch.store.catalog import LinkRow, NoteRow
-from vaultsearch.store.graph import apply_records, build_graph, graph_data, graph_of, node_records
+from vaultsearch.store.graph import (
+    READ_KEYS,
+    apply_records,
+    build_graph,
+    graph_data,
+    graph_of,
+    node_records,
+    reader_records,
+)
 
 
 def _note(i: int, path: str, tags: list[str]) -> NoteRow:
@@ -66,3 +74,22 @@ def test_a_delta_applied_to_a_reader_graph_changes_only_its_notes_edges() -> Non
     expected = build_graph(NOTES, changed)
     assert graph_data(g) == graph_data(expected)
     assert g.edges["c.md", "a.md"]["count"] == 2 and g.edges["d.md", "a.md"]["count"] == 1
+
+
+def test_a_reader_keeps_of_a_node_only_what_its_tools_look_up() -> None:
+    """Tags and aliases (the catalog's, in a reader's note maps) are left out of a
+    reader's graph, read whole or with a delta applied; titles, unresolved links and
+    edges are as networkx reads them."""
+    data = _saved(build_graph(NOTES, LINKS))
+    full, slim = graph_of(json.loads(json.dumps(data))), graph_of(data, READ_KEYS)
+    changed = [*LINKS, _link(3, "b.md"), _link(3, "gone.md")]
+    records = node_records([NOTES[2]], changed, {n.path for n in NOTES}.__contains__)
+    for step in range(2):
+        assert any(d.get("tags") for _, d in full.nodes(data=True))
+        assert all(set(d) <= READ_KEYS for _, d in slim.nodes(data=True))
+        kept = {n: {k: v for k, v in d.items() if k in READ_KEYS} for n, d in full.nodes(data=True)}
+        assert dict(slim.nodes(data=True)) == kept
+        assert sorted(slim.edges(data=True)) == sorted(full.edges(data=True))
+        if step == 0:
+            apply_records(full, records)
+            apply_records(slim, reader_records(records))

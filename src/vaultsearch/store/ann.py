@@ -81,8 +81,14 @@ def build(kind: str, rows: np.ndarray) -> bytes:
 
 
 def load(path: Path) -> Any:
-    """The index in a file (whose digest the caller has checked)."""
-    return faiss.read_index(str(path))
+    """The index in a file (whose digest the caller has checked), its codes and
+    neighbour lists mapped rather than copied: their pages are the page cache's (clean,
+    shared with other readers, reclaimable) rather than the heap's, and dropping the
+    index gives them all back, which an idle reader does (``Segment.release_pages``).
+    Read whole, the index of a 498,875-row segment (a 120 MB file) took 138 MB of
+    anonymous memory; mapped, 30 MB, and the same candidates come back (the file is
+    immutable, like the segment it belongs to)."""
+    return faiss.read_index(str(path), faiss.IO_FLAG_MMAP_IFC)
 
 
 def load_bytes(body: bytes) -> Any:

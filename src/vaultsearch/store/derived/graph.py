@@ -24,6 +24,7 @@ from vaultsearch.store.atomic import link_or_copy
 from vaultsearch.store.catalog import Catalog, open_catalog_for_reading
 from vaultsearch.store.derived.base import Batch, DerivedSettings, Role
 from vaultsearch.store.graph import (
+    READ_KEYS,
     apply_records,
     build_graph,
     followed,
@@ -32,6 +33,7 @@ from vaultsearch.store.graph import (
     load_graph,
     neighbours,
     node_records,
+    reader_records,
     save_graph,
 )
 from vaultsearch.store.graphdelta import (
@@ -240,7 +242,7 @@ class GraphPart:
         if isinstance(previous, LinkGraph):
             wanted = {(p.name, p.crc32) for p in listing.parts}
             known = {k: v for k, v in previous.parts.items() if k in wanted}
-        records = delta_records(self.path, listing, known)
+        records = reader_records(delta_records(self.path, listing, known))
         base = listing.base
         if (
             isinstance(previous, LinkGraph)
@@ -251,7 +253,7 @@ class GraphPart:
                 graph, base, _base_key(self.path), records, previous.base_paths, True, known
             )
         data: dict[str, Any] = json.loads(self.path.read_text(encoding="utf-8"))
-        graph = graph_of(data)
+        graph = graph_of(data, READ_KEYS)
         paths = frozenset(graph)
         if records:
             apply_records(graph, records)
