@@ -17,11 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import bump_mtime, write_files
+from tests.conftest import bump_mtime, run_check, write_files
 from tests.corpus import WORDS
 from vaultsearch import Vault
 from vaultsearch.store.embedcache import EmbeddingCache
-from vaultsearch.store.layout import Generation
+from vaultsearch.store.generations import hold_current
+from vaultsearch.store.layout import Generation, IndexLayout
+from vaultsearch.store.segments import read_list
 
 _OPENED: list[str] | None = None
 
@@ -107,6 +109,89 @@ def _calls(profile: cProfile.Profile, name: str, caller: str | None = None) -> i
                 else sum(c[1] for (_, _, f), c in callers.items() if f == caller)
             )
     return total
+
+
+def test_a_reader_following_an_edit_reads_no_file_the_generation_before_had(
+    vault: Path, tmp_path: Path
+) -> None:
+    """The graph's base is as large as the vault's graph and a segment file as large as
+    its rows: a reader that read them at every generation it followed did work growing
+    with the index at every edit. It reads them once, then only what an edit wrote."""
+    index_dir = tmp_path / "index"
+    layout = IndexLayout(index_dir)
+    with (
+        Vault.open(vault, index_dir=index_dir) as writer,
+        Vault.open(vault, index_dir=index_dir) as reader,
+    ):
+        manager = writer.manager()
+        assert reader.search("granite", mode="hybrid")
+        for version in (6, 7, 8):
+            old = layout.live
+            before = _inodes(old)
+            manager.update(paths=[_edit(vault, 2, version)])
+            with opened() as files:
+                snap = reader.orchestrator.snapshot()
+            assert snap.followed_paths == ["f2/Note 002.md"]
+            read = _old_files_read(files, before, old.root, layout.live.root)
+            assert {p for p in read if _sized_by_index(p)} == set()
+    assert run_check(vault, index_dir).returncode == 0
+
+
+def test_a_long_lived_writer_reads_of_older_files_only_the_ids_it_looks_rows_up_in(
+    vault: Path, tmp_path: Path
+) -> None:
+    """Tombstoning an edited note's rows is a binary search in each segment's ids; the
+    order of those ids, the graph's parts and the segments' headers were read once, by
+    the run that wrote them or the first that met them."""
+    index_dir = tmp_path / "index"
+    layout = IndexLayout(index_dir)
+    with Vault.open(vault, index_dir=index_dir) as writer:
+        manager = writer.manager()
+        manager.update(paths=[_edit(vault, 3, 6)])
+        for version in (7, 8, 9):
+            hold = hold_current(layout)  # keeps the older generation to compare with
+            assert hold is not None
+            live = hold.generation
+            before = _inodes(live)
+            profile = cProfile.Profile()
+            with opened() as files:
+                profile.enable()
+                manager.update(paths=[_edit(vault, 3, version)])
+                profile.disable()
+            read = _old_files_read(files, before, live.root, layout.live.root)
+            big = {p for p in read if _sized_by_index(p)}
+            assert big - _merged_away(live, layout.live) == set(), version
+            hold.release()
+            assert _calls(profile, "_ascending", caller="order") == 0, "every id read again"
+            assert _calls(profile, "fsync_tree") == 1, "the tree is synced once, at the commit"
+    assert run_check(vault, index_dir).returncode == 0
+
+
+def _sized_by_index(path: str) -> bool:
+    """A file whose size grows with the index: a segment's rows or approximate index,
+    the graph's base and parts, a Tantivy segment file. (The lists, the state and the
+    manifest a clone copies are read whole; a segment's ids are binary-searched.)"""
+    folder, _, name = path.rpartition("/")
+    if folder == "segments":
+        return not name.endswith(".ids.npy")
+    if folder == "keywords":
+        return not name.endswith(".json")
+    return path == "graph.json" or folder == "graph-parts"
+
+
+def _merged_away(old: Generation, new: Generation) -> set[str]:
+    """Files of ``old``'s segments and graph parts that ``new`` no longer lists: a merge
+    reads them whole."""
+    gone: set[str] = set()
+    for name in ("vectors.json", "sentences.json"):
+        kept = {e.name for e in read_list(new.root / name).segments}
+        for entry in read_list(old.root / name).segments:
+            if entry.name not in kept:
+                gone |= {f"segments/{p.name}" for p in entry.all_files(old.root / "segments")}
+    old_parts = {p.name for p in (old.root / "graph-parts").glob("*.json")}
+    new_parts = {p.name for p in (new.root / "graph-parts").glob("*.json")}
+    gone |= {f"graph-parts/{n}" for n in old_parts - new_parts}
+    return gone
 
 
 def test_adding_to_a_cache_under_its_cap_counts_no_rows(tmp_path: Path) -> None:
