@@ -107,7 +107,7 @@ def _stages(profile: cProfile.Profile, wanted: list[tuple[str, str, str]]) -> di
 
 
 def _measured(call: Any, profile: bool, wanted: list[tuple[str, str, str]]) -> dict[str, Any]:
-    io0, cpu0 = _io(), time.process_time()
+    io0, cpu0, t0 = _io(), time.process_time(), time.perf_counter()
     prof = cProfile.Profile(time.process_time) if profile else None
     _mark("start")
     if prof is not None:
@@ -120,6 +120,7 @@ def _measured(call: Any, profile: bool, wanted: list[tuple[str, str, str]]) -> d
     _mark("end")
     cpu, io1 = time.process_time() - cpu0, _io()
     return {
+        "seconds": time.perf_counter() - t0,
         "cpu_ms": cpu * 1000,
         "read_syscalls": io1["syscr"] - io0["syscr"],
         "read_bytes": io1["rchar"] - io0["rchar"],
@@ -155,6 +156,13 @@ def child_reader(vault: str, index_dir: str) -> None:
         print(json.dumps({"ready": True}), flush=True)
         for line in sys.stdin:
             cmd = json.loads(line)
+            if "t0" in cmd:  # as bench/scale.py's reader: a search every 10 ms until found
+                while not any(
+                    h.path == cmd["path"] for h in v.search(cmd["token"], mode="keyword")
+                ):
+                    time.sleep(0.01)
+                print(json.dumps({"seconds": time.monotonic() - cmd["t0"]}), flush=True)
+                continue
             out = _measured(
                 lambda cmd=cmd: any(
                     h.path == cmd["path"] for h in v.search(cmd["token"], mode="keyword")
@@ -166,7 +174,18 @@ def child_reader(vault: str, index_dir: str) -> None:
 
 
 class Child:
-    def __init__(self, role: str, vault: Path, index_dir: Path, trace: Path | None) -> None:
+    def __init__(
+        self,
+        role: str,
+        vault: Path,
+        index_dir: Path,
+        trace: Path | None = None,
+        tree: Path | None = None,
+    ) -> None:
+        """``tree``: a source tree (its ``src`` on ``PYTHONPATH``) to run instead of this one."""
+        env = dict(os.environ)
+        if tree is not None:
+            env["PYTHONPATH"] = str(tree / "src")
         cmd = [sys.executable, __file__, "--child", role, str(vault), str(index_dir)]
         if trace is not None:
             calls = (
@@ -174,7 +193,7 @@ class Child:
             )
             cmd = ["strace", "-f", "-y", "-e", f"trace={calls}", "-o", str(trace), *cmd]
         self.proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1, env=env
         )
 
     def ask(self, data: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -260,6 +279,13 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=5)
     parser.add_argument("--strace", type=Path, help="a folder for the two traces")
     parser.add_argument("--no-profile", action="store_true", help="CPU totals only")
+    parser.add_argument("--tree", type=Path, help="a source tree to split instead of this one")
+    parser.add_argument(
+        "--trees",
+        type=Path,
+        nargs="+",
+        help="source trees to compare: edit -> searchable in one interleaved run",
+    )
     args = parser.parse_args()
     if args.child:
         role, vault, index = args.child
@@ -270,12 +296,15 @@ def main() -> None:
     note = notes[len(notes) // 2]
     rel = note.relative_to(vault).as_posix()
     original = note.read_text(encoding="utf-8")
+    if args.trees:
+        visible(vault, index, note, args.trees, args.edits)
+        return
     traces = None
     if args.strace is not None:
         args.strace.mkdir(parents=True, exist_ok=True)
         traces = {r: args.strace / f"{r}.trace" for r in ("writer", "reader")}
-    writer = Child("writer", vault, index, traces and traces["writer"])
-    reader = Child("reader", vault, index, traces and traces["reader"])
+    writer = Child("writer", vault, index, traces and traces["writer"], args.tree)
+    reader = Child("reader", vault, index, traces and traces["reader"], args.tree)
     rows = []
     try:
         writer.ask()
@@ -298,21 +327,74 @@ def main() -> None:
         finally:
             writer.close()
             reader.close()
-    summary: dict[str, Any] = {"note": rel, "edits": len(rows)}
+    counted = rows[1:] if len(rows) > 1 else rows  # a writer's first run builds its resolvers
+    summary: dict[str, Any] = {"note": rel, "edits": len(counted)}
     for side in ("writer", "reader"):
         summary[side] = {
-            "cpu_ms_median": statistics.median(r[side]["cpu_ms"] for r in rows),
-            "read_bytes_median": statistics.median(r[side]["read_bytes"] for r in rows),
-            "read_syscalls_median": statistics.median(r[side]["read_syscalls"] for r in rows),
+            "cpu_ms_median": statistics.median(r[side]["cpu_ms"] for r in counted),
+            "read_bytes_median": statistics.median(r[side]["read_bytes"] for r in counted),
+            "read_syscalls_median": statistics.median(r[side]["read_syscalls"] for r in counted),
             "stages_ms_median": {
-                k: round(statistics.median(r[side]["stages"][k] for r in rows), 2)
-                for k in rows[0][side]["stages"]
+                k: round(statistics.median(r[side]["stages"][k] for r in counted), 2)
+                for k in counted[0][side]["stages"]
             },
         }
         if traces is not None:
             counts = trace_counts(traces[side])[: len(rows)]
             summary[side]["trace"] = counts
     print(json.dumps(summary, indent=1))
+
+
+def visible(vault: Path, index: Path, note: Path, trees: list[Path], edits: int) -> None:
+    """Edit -> searchable (bench/scale.py's measure: the file saved, a long-lived writer's
+    update, a reader in another process polling a keyword search) for each source tree in
+    turn, ABBA order, on the same index; after each edit every other tree's reader
+    follows too (untimed), so each timed follow is of one generation."""
+    rel = note.relative_to(vault).as_posix()
+    original = note.read_text(encoding="utf-8")
+    pairs = [
+        (Child("writer", vault, index, tree=t), Child("reader", vault, index, tree=t))
+        for t in trees
+    ]
+    rows: dict[str, list[dict[str, float]]] = {str(t): [] for t in trees}
+    try:
+        for w, r in pairs:
+            w.ask()
+            r.ask()
+        for i in range(-1, edits):  # -1: each writer's first run builds its link resolvers
+            order = list(range(len(trees)))
+            for n in order if i % 2 == 0 else order[::-1]:
+                token = f"zqvisible{os.getpid()}x{i}x{n}token"
+                t0 = time.monotonic()
+                note.write_text(f"{original}\n\nEdited: {token}\n", encoding="utf-8")
+                done = pairs[n][0].ask({"path": rel, "profile": False})
+                seen = pairs[n][1].ask({"path": rel, "token": token, "t0": t0})
+                for m, (_, other) in enumerate(pairs):
+                    if m != n:
+                        other.ask({"path": rel, "token": token, "t0": t0})
+                row = {
+                    "visible_s": seen["seconds"],
+                    "writer_s": done["seconds"],
+                    "writer_cpu_ms": done["cpu_ms"],
+                    "load1": os.getloadavg()[0],
+                }
+                if i >= 0:
+                    rows[str(trees[n])].append(row)
+                print(json.dumps({"edit": i, "tree": str(trees[n]), **row}), flush=True)
+    finally:
+        note.write_text(original, encoding="utf-8")
+        try:
+            pairs[0][0].ask({"path": rel, "profile": False})
+        finally:
+            for w, r in pairs:
+                w.close()
+                r.close()
+    for tree, got in rows.items():
+        summary = {
+            k: round(statistics.median(x[k] for x in got), 3)
+            for k in ("visible_s", "writer_s", "writer_cpu_ms", "load1")
+        }
+        print(json.dumps({"tree": tree, "edits": len(got), "median": summary}))
 
 
 if __name__ == "__main__":
