@@ -292,7 +292,9 @@ def main() -> None:
         {"writer": child_writer, "reader": child_reader}[role](vault, index)
         return
     vault, index = args.vault.resolve(), args.index.resolve()
-    notes = sorted((vault / EDITED_COPY).rglob("*.md"), key=lambda p: p.stat().st_size)
+    notes = sorted(
+        (vault / EDITED_COPY).rglob("*.md"), key=lambda p: (p.stat().st_size, p.as_posix())
+    )
     note = notes[len(notes) // 2]
     rel = note.relative_to(vault).as_posix()
     original = note.read_text(encoding="utf-8")
