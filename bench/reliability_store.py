@@ -423,9 +423,9 @@ KILLER = textwrap.dedent(
         die(f"{prefix}-list")
         return unlisted(folder, prefix, listing)
 
-    def publish_(layout, generation):
+    def publish_(layout, generation, **kwargs):
         die("before-pointer")
-        return publish(layout, generation)
+        return publish(layout, generation, **kwargs)
 
     vectors.VectorPart._write, vectors.write_ann = _write, write_ann
     vectors.remove_unlisted, manager.publish = remove_unlisted, publish_

@@ -93,6 +93,11 @@ def child_writer(vault: str, index_dir: str) -> None:
 
     with Vault.open(Path(vault), index_dir=Path(index_dir)) as v:
         manager = v.manager()
+        # as LiveIndex sets up the manager of ``watch`` and ``mcp``: the parse child is
+        # kept from run to run (else every edit started a Python child) and sentences
+        # of a large run are left to steps between updates
+        manager.keep_parse_child = True
+        manager.defer_sentences = True
         _say({"ready": True})
         for line in sys.stdin:
             io0, t0 = _io_written(), time.perf_counter()

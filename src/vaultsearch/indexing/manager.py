@@ -658,7 +658,9 @@ class IndexManager:
         return catalog_problems(generation, thorough=False)
 
     def _publish(self, generation: Generation) -> None:
-        publish(self.layout, generation)
+        """Every generation published here was committed by a ``GenerationWriter``,
+        which synced it."""
+        publish(self.layout, generation, synced=True)
         checkpoint(generation.catalog)
         sweep(self.layout)
         remove_legacy_files(self.layout)

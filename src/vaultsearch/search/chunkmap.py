@@ -96,8 +96,11 @@ class ChunksByNote(Mapping[int, np.ndarray]):
         """``chunks`` and their ``notes``, ordered by note, then chunk."""
         self.chunks = _frozen(np.ascontiguousarray(chunks, dtype=np.int64))
         self.notes = _frozen(np.ascontiguousarray(notes, dtype=np.int64))
-        keys, starts = np.unique(self.notes, return_index=True)
-        self._keys = _frozen(keys)
+        # runs of one note in a column ordered by note: np.unique sorted it again (43 of
+        # the 85 ms a reader's follow of one edit spent here at a million chunks)
+        starts = np.flatnonzero(np.r_[True, self.notes[1:] != self.notes[:-1]])
+        starts = starts[: len(self.notes)]
+        self._keys = _frozen(self.notes[starts])
         self._starts = _frozen(np.append(starts, len(self.notes)).astype(np.int64))
         self._bounds = self._starts.data
         self._note = _Positions(self._keys)

@@ -212,11 +212,15 @@ def create_generation(layout: IndexLayout, catalog: Path) -> Generation:
     return generation
 
 
-def publish(layout: IndexLayout, generation: Generation) -> None:
+def publish(layout: IndexLayout, generation: Generation, synced: bool = False) -> None:
     """Make ``generation`` the one readers open: everything in it reaches the disk
-    first, then the pointer is replaced in one rename."""
-    fsync_tree(generation.root)
-    fsync_dir(layout.generations)
+    first, then the pointer is replaced in one rename. ``synced``: its writer's commit
+    synced its tree and its folder's entry before the catalog commit that names it
+    (``GenerationWriter.commit``) and nothing was written into it since, so it is not
+    walked again (a stat of every file of the index at every edit)."""
+    if not synced:
+        fsync_tree(generation.root)
+        fsync_dir(layout.generations)
     atomic_write_bytes(layout.pointer, (generation.name + "\n").encode())
     if generation.manifest.is_file():
         atomic_write_bytes(layout.manifest, generation.manifest.read_bytes())

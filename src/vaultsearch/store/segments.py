@@ -27,6 +27,7 @@ import numpy as np
 
 from vaultsearch.errors import IndexCorruptError
 from vaultsearch.store.atomic import atomic_write_bytes, atomic_write_json, link_or_copy
+from vaultsearch.store.filememo import FileMemo, Identity
 
 _HEADER_LOCK = threading.Lock()
 """numpy reads a ``.npy`` header with ``ast.literal_eval``, and CPython 3.11's compiler
@@ -272,9 +273,16 @@ class Segment:
 
     @functools.cached_property
     def order(self) -> np.ndarray | None:
-        """The positions in id order; None when the rows are in id order already."""
+        """The positions in id order; None when the rows are in id order already (found
+        once per id file and process: ``_IN_ORDER``)."""
         ids = self.ids
-        if len(ids) < 2 or bool(np.all(ids[1:] > ids[:-1])):
+        path = None if self._folder is None else self.entry.files(self._folder)[0]
+        before, known = _IN_ORDER.get(path) if path is not None else (None, None)
+        if known or len(ids) < 2:
+            return None
+        if _ascending(ids):
+            if path is not None:
+                _IN_ORDER.put(path, True, before)
             return None
         return np.argsort(ids, kind="stable")
 
@@ -340,6 +348,9 @@ def reuse_mapped(segments: list[Segment], held: list[Segment]) -> list[Segment]:
 def _npy_header(path: Path) -> tuple[tuple[int, ...], bool, np.dtype[Any], int]:
     """Shape, Fortran order, dtype and data offset of a ``.npy`` file, read without
     the data (under the lock: numpy parses the header with ``ast.literal_eval``)."""
+    before, known = _HEADERS.get(path)
+    if known is not None:
+        return known
     with path.open("rb") as fh, _HEADER_LOCK:
         major, _ = np.lib.format.read_magic(fh)
         read = (
@@ -348,7 +359,14 @@ def _npy_header(path: Path) -> tuple[tuple[int, ...], bool, np.dtype[Any], int]:
             else np.lib.format.read_array_header_2_0
         )
         shape, fortran, dtype = read(fh)
-        return tuple(int(n) for n in shape), bool(fortran), dtype, fh.tell()
+        header = tuple(int(n) for n in shape), bool(fortran), dtype, fh.tell()
+    _HEADERS.put(path, header, before)
+    return header
+
+
+def _ascending(ids: np.ndarray) -> bool:
+    """Every id greater than the one before: reads the whole file."""
+    return bool(np.all(ids[1:] > ids[:-1]))
 
 
 def npy_shape(path: Path) -> tuple[int, ...]:
@@ -369,6 +387,8 @@ def write_segment(folder: Path, name: str, ids: np.ndarray, rows: np.ndarray) ->
     for path, body, digest in zip(entry.files(folder), data, entry.sha256, strict=True):
         atomic_write_bytes(path, body)
         _remember(path, digest)
+    if _ascending(ids):
+        _IN_ORDER.put(entry.files(folder)[0], True)
     return entry
 
 
@@ -386,43 +406,35 @@ def write_ann(folder: Path, entry: Entry, kind: str, rows: np.ndarray) -> Entry:
     return entry
 
 
-_VERIFIED: dict[tuple[int, int], tuple[int, int, str]] = {}
-"""(device, inode) -> (size, mtime, SHA-256) of the segment files this process wrote or
-found whole. A segment is hard-linked, never rewritten, into every later generation: a
-long-lived writer (``watch``, ``mcp``) that tombstones rows reads the ids of every
-segment at every edit, and hashing them again each time was work growing with the
-index (48 MB of ids at a million chunks). A damaged file put in its place is a new
-inode, and a write in place changes its time, so either is hashed again. ``check``
-hashes every file whatever this holds."""
-_VERIFIED_MAX = 4096
+_VERIFIED: FileMemo[str] = FileMemo()
+"""The SHA-256 of the segment files this process wrote or found whole. A segment is
+hard-linked, never rewritten, into every later generation: a long-lived writer
+(``watch``, ``mcp``) that tombstones rows reads the ids of every segment at every edit,
+and hashing them again each time was work growing with the index (48 MB of ids at a
+million chunks)."""
+_IN_ORDER: FileMemo[bool] = FileMemo()
+"""Id files this process found in id order (``Segment.order``): checking it reads every
+id, 8 bytes a row of every segment at every edit of a long-lived writer."""
+_HEADERS: FileMemo[tuple[tuple[int, ...], bool, np.dtype[Any], int]] = FileMemo()
+"""``.npy`` headers read (``_npy_header``): a reader following a writer looks at every
+segment file's shape at each generation it opens."""
 
 
-def _remember(path: Path, digest: str, identity: tuple[int, int, int, int] | None = None) -> None:
-    if (identity := identity or _identity(path)) is not None:
-        if len(_VERIFIED) >= _VERIFIED_MAX:
-            _VERIFIED.clear()
-        _VERIFIED[identity[:2]] = (*identity[2:], digest)
+def _remember(path: Path, digest: str, before: Identity | None = None) -> None:
+    _VERIFIED.put(path, digest, before)
 
 
 def _as_written(path: Path, digest: str) -> None:
-    before = _identity(path)
-    if before is not None and _VERIFIED.get(before[:2]) == (*before[2:], digest):
+    before, known = _VERIFIED.get(path)
+    if known == digest:
         return
     if file_sha256(path) != digest:
         raise IndexCorruptError(
             f"The vector index is damaged ({path.name} differs from the file written).",
             fix="vaultsearch check --repair",
         )
-    if before is not None and _identity(path) == before:  # not changed while hashed
+    if before is not None:  # not remembered when it changed while hashed
         _remember(path, digest, before)
-
-
-def _identity(path: Path) -> tuple[int, int, int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _sha(data: bytes) -> str:

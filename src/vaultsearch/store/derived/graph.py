@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import networkx as nx
 from vaultsearch.store.atomic import link_or_copy
 from vaultsearch.store.catalog import Catalog, open_catalog_for_reading
 from vaultsearch.store.derived.base import Batch, DerivedSettings, Role
+from vaultsearch.store.filememo import FileMemo
 from vaultsearch.store.graph import (
     READ_KEYS,
     apply_records,
@@ -55,6 +57,11 @@ from vaultsearch.store.graphdelta import (
 from vaultsearch.store.layout import Generation
 from vaultsearch.store.manifest import file_crc32, read_state
 from vaultsearch.store.segments import tier_runs
+
+_CRC: FileMemo[int] = FileMemo()
+"""The CRC-32 of the base and the parts this process wrote or read: both are linked,
+never rewritten, into every later generation, and the base is as large as the vault's
+graph (checking it at every generation a reader opened read the whole graph per edit)."""
 
 COMPACT_MIN = 512
 """A delta of more records than this, and than the base has notes, is folded into a
@@ -100,7 +107,7 @@ class GraphPart:
             self.listing = read_listing(self.path)
         except Exception as exc:
             raise ValueError(f"graph: unreadable ({type(exc).__name__})") from exc
-        if (reason := self._parts_damage(self.listing)) is not None:
+        if (reason := self._parts_damage(self.listing, _crc)) is not None:
             raise ValueError(f"graph: {reason}")  # a merge would fail on it
 
     def level_with(self, catalog: Catalog) -> bool:
@@ -138,7 +145,7 @@ class GraphPart:
         ):
             graph = build_graph(catalog.notes(), catalog.links())
             save_graph(graph, self.path)
-            base = {"nodes": graph.number_of_nodes(), "crc32": file_crc32(self.path)}
+            base = {"nodes": graph.number_of_nodes(), "crc32": _crc(self.path)}
             self.listing, self.fresh = Listing(base), False
         else:
             self.listing = Listing(listing.base, self._parts(listing, records))
@@ -164,6 +171,8 @@ class GraphPart:
                 parts[run[0] : run[-1] + 1] = [
                     merged(self.path, parts[run[0] : run[-1] + 1], self._name())
                 ]
+        for part in set(parts) - set(listing.parts):
+            _CRC.put(part_path(self.path, part.name), part.crc32)
         return tuple(parts)
 
     def _name(self) -> str:
@@ -193,7 +202,7 @@ class GraphPart:
         )
 
     def check(self, catalog: Catalog, recorded: dict[str, Any]) -> list[str]:
-        if (reason := self.damage(recorded)) is not None:
+        if (reason := self._damage(recorded, file_crc32)) is not None:
             return [f"graph: {reason}"]  # also a change that leaves the same graph
         try:
             stored = graph_data(load_graph(self.path))
@@ -208,27 +217,32 @@ class GraphPart:
         return []
 
     def damage(self, state: dict[str, Any]) -> str | None:
+        """Each file's CRC against the one recorded, read once per file and process
+        (``_CRC``); ``check`` reads them all."""
+        return self._damage(state, _crc)
+
+    def _damage(self, state: dict[str, Any], crc_of: Callable[[Path], int | None]) -> str | None:
         if not self.path.is_file():
             return "graph.json is missing" if state.get("links") else None
         for path, key in ((self.path, "graph_crc32"), (delta_path(self.path), "graph_delta_crc32")):
             crc = state.get(key)
             if crc is not None and not path.is_file():
                 return f"{path.name} is missing"
-            if crc is not None and crc != file_crc32(path):
+            if crc is not None and crc != crc_of(path):
                 return f"{path.name} differs from the checksum the writer recorded"
         try:
             listing = read_listing(self.path)
         except Exception as exc:
             return f"{delta_path(self.path).name} is unreadable ({type(exc).__name__})"
-        return self._parts_damage(listing)
+        return self._parts_damage(listing, crc_of)
 
-    def _parts_damage(self, listing: Listing) -> str | None:
+    def _parts_damage(self, listing: Listing, crc_of: Callable[[Path], int | None]) -> str | None:
         """One read of each part (the delta's records are at most the base's notes)."""
         for part in listing.parts:
             path = part_path(self.path, part.name)
             if not path.is_file():
                 return f"{PARTS_FOLDER}/{path.name} is missing"
-            if file_crc32(path) != part.crc32:
+            if crc_of(path) != part.crc32:
                 return f"{PARTS_FOLDER}/{path.name} differs from the checksum the writer recorded"
         return None
 
@@ -291,6 +305,17 @@ class GraphPart:
         if isinstance(edges := state.get("links"), int) and self.path.is_file():
             return {"graph_edges": edges}
         return self.status(self.reader())
+
+
+def _crc(path: Path) -> int | None:
+    """``file_crc32``, from ``_CRC`` when this process read the same file before."""
+    before, known = _CRC.get(path)
+    if known is not None:
+        return known
+    crc = file_crc32(path)
+    if crc is not None:
+        _CRC.put(path, crc, before)
+    return crc
 
 
 def _base_key(path: Path) -> tuple[int, int, int]:
