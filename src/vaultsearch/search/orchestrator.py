@@ -25,6 +25,7 @@ from vaultsearch.embedding.rerank import Reranker, make_reranker
 from vaultsearch.errors import IndexCorruptError, IndexIncompatibleError, QueryError
 from vaultsearch.models import Hit, Passage, SearchHits, SourceKind
 from vaultsearch.search.boilerplate import weigh_down
+from vaultsearch.search.codelead import definition_first
 from vaultsearch.search.confidence import Evidence, confidence, coverage, idf
 from vaultsearch.search.expansion import QueryExpander
 from vaultsearch.search.filters import NoteMeta, SearchFilters
@@ -492,7 +493,10 @@ class QueryOrchestrator:
         explain: bool,
     ) -> list[Hit]:
         limit = self.config.search.max_chunks_per_note
-        wanted = [cid for c in ranked for cid in c.chunks[:limit]]
+        code = {c.note_id for c in ranked if snap.notes[c.note_id].kind == "code"}
+        wanted = [
+            cid for c in ranked for cid in (c.chunks if c.note_id in code else c.chunks[:limit])
+        ]
         rows = snap.chunk_rows(wanted)
         terms = parsed.highlight_terms
         stemmer = snap.stem
@@ -503,7 +507,9 @@ class QueryOrchestrator:
         hits = []
         for c in ranked:
             note = snap.notes[c.note_id]
-            groups = merge_chunks([rows[i] for i in c.chunks[:limit] if i in rows])
+            groups = merge_chunks(
+                definition_first([rows[i] for i in c.chunks if i in rows])[:limit]
+            )
             if not groups:
                 continue
             best = groups[0]
