@@ -29,7 +29,7 @@ from vaultsearch.search.codelead import definition_first
 from vaultsearch.search.confidence import Evidence, confidence, coverage, idf
 from vaultsearch.search.expansion import QueryExpander
 from vaultsearch.search.filters import NoteMeta, SearchFilters
-from vaultsearch.search.hops import hop_gifts
+from vaultsearch.search.hops import anchor_gifts, hop_gifts, link_sentence
 from vaultsearch.search.idlepages import IdleRelease
 from vaultsearch.search.query import ParsedQuery, parse_query, words
 from vaultsearch.search.ranking import Candidate, FusionSettings, complete, extend, fuse
@@ -444,9 +444,14 @@ class QueryOrchestrator:
             )
 
         ranked = fused()
-        if settings.hop_weight <= 0 or neighbours is None or retrieved.vector is None:
+        if settings.hop_weight <= 0 or neighbours is None:
             return ranked
-        hops = _hop_gifts(snap, retrieved, ranked, neighbours, settings)
+        if settings.hop_anchor:
+            hops = _anchor_gifts(snap, retrieved, ranked, settings)
+        elif retrieved.vector is not None:
+            hops = _hop_gifts(snap, retrieved, ranked, neighbours, settings)
+        else:
+            return ranked
         return fused(hops) if hops else ranked
 
     def _rerank(
@@ -668,6 +673,35 @@ def _hop_gifts(
         best,
         settings,
     )
+
+
+def _anchor_gifts(
+    snap: Snapshot, retrieved: Retrieved, ranked: list[Candidate], settings: FusionSettings
+) -> dict[int, tuple[float, str]]:
+    """``hops.anchor_gifts`` with each query word's idf and each top note's links read
+    from the catalog (its links' lines, the line's text from its chunks)."""
+    weights: dict[str, float] = {}
+    for w in parse_query(retrieved.text).keyword_terms:
+        stem = snap.stem(w)
+        df, docs = snap.lexicon.doc_freq(stem)
+        weights[stem] = idf(df, max(docs, 1))
+
+    def anchors(note_id: int) -> list[tuple[str, str]]:
+        lines: dict[int, str] = {}
+        for row in snap.chunk_rows(int(c) for c in snap.chunks_by_note.get(note_id, ())).values():
+            for i, text in enumerate(row.text.split("\n")):
+                if len(text) > len(lines.get(row.start_line + i, "")):
+                    lines[row.start_line + i] = text
+        return [
+            (
+                link.target_path,
+                link_sentence(lines.get(link.line, ""), (link.label or "", link.target)),
+            )
+            for link in snap.catalog.links_of([note_id])
+            if link.target_path
+        ]
+
+    return anchor_gifts(ranked, snap, anchors, snap.stem, weights, settings)
 
 
 def _takes_vector(index: type[DerivedIndex]) -> bool:
