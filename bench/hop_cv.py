@@ -6,7 +6,11 @@ vaults of their mean nDCG@10, every kind) among a grid that includes "off", and 
 scored on its held-out fold; the table gives, per vault, fold and kind, the held-out
 nDCG@10 with the shipped ranking (hop off) and with the fold's choice.
 
-Run: ``nice -n 5 .venv/bin/python bench/hop_cv.py [vault ...]``; prints Markdown.
+``--anchor`` scores the other closeness, a link's sentence in the top note
+(``search.hop_anchor``), and ``--below`` adds ``search.hop_below``.
+
+Run: ``nice -n 5 .venv/bin/python bench/hop_cv.py [--anchor [--below]] [vault ...]``;
+prints Markdown.
 """
 
 from __future__ import annotations
@@ -31,21 +35,40 @@ from vaultsearch.config import load_config
 WEIGHTS = (0.3, 0.5, 0.7, 1.0, 1.5, 2.0)
 TOPS = (1, 3)
 MARGINS = (0.0, 0.6, 0.7, 0.8, 0.9)
+ANCHOR_WEIGHTS = (0.5, 1.0, 1.5, 2.0, 3.0)
+ANCHOR_MARGINS = (0.0, 0.25, 0.4, 0.5)
+"""``--anchor``: a link judged by its sentence in the top note (``hops.anchor_gifts``);
+its closeness is a share of the query's idf, so its margins are lower."""
 
 
-def with_hop(trial: Trial, weight: float, top: int, margin: float) -> Trial:
-    s = replace(trial.settings, hop_weight=weight, hop_top=top, hop_margin=margin)
+def with_hop(
+    trial: Trial, weight: float, top: int, margin: float, anchor: bool = False, below: bool = False
+) -> Trial:
+    s = replace(
+        trial.settings, hop_weight=weight, hop_top=top, hop_margin=margin, hop_anchor=anchor,
+        hop_below=below,
+    )  # fmt: skip
     return replace(trial, settings=s)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("vaults", nargs="*", default=None)
+    parser.add_argument("--anchor", action="store_true", help="the link-sentence closeness")
+    parser.add_argument("--below", action="store_true", help="anchor gifts stay under the giver")
     args = parser.parse_args()
     names = args.vaults or [v for v in VAULTS if (SHARED / "vaults" / v).is_dir()]
     base = trial_of(load_config(None).search)
     base = with_hop(base, 0.0, base.settings.hop_top, base.settings.hop_margin)
-    grid = [base] + [with_hop(base, w, t, m) for w in WEIGHTS for t in TOPS for m in MARGINS]
+    if args.anchor:
+        grid = [base] + [
+            with_hop(base, w, t, m, True, args.below)
+            for w in ANCHOR_WEIGHTS
+            for t in TOPS
+            for m in ANCHOR_MARGINS
+        ]
+    else:
+        grid = [base] + [with_hop(base, w, t, m) for w in WEIGHTS for t in TOPS for m in MARGINS]
     with contextlib.ExitStack() as stack:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="vs-hop-")))
         sets = [load(n, work, stack) for n in names]

@@ -69,6 +69,8 @@ class Trial:
         tail += f" lead={s.graph_lead:g}" if s.graph_lead else ""
         if s.hop_weight:
             tail += f" hop={s.hop_weight:g}/{s.hop_top}/{s.hop_margin:g}"
+            tail += " anchor" if s.hop_anchor else ""
+            tail += " below" if s.hop_below else ""
         tail += f" cand={self.candidates}"
         if self.variant:
             tail += " " + ":".join(
@@ -235,7 +237,11 @@ class Dataset:
         ignores the graph shares)."""
         s = trial.settings
         links = bool(len(self.orchestrator.snapshot().reader("graph")))
-        hop = (s.hop_weight, s.hop_top, s.hop_margin) if s.hop_weight else ()
+        hop = (
+            (s.hop_weight, s.hop_top, s.hop_margin, s.hop_anchor, s.hop_below)
+            if s.hop_weight
+            else ()
+        )
         graph = (s.graph_share, s.graph_lead, hop) if links else (0.0, 0.0)
         key = (
             s.method, tuple(sorted(s.weights.items())), s.rrf_k, s.normalisation,

@@ -9,6 +9,7 @@ import pytest
 from tests.conftest import write_files
 from vaultsearch import Vault
 from vaultsearch.models import Hit
+from vaultsearch.search.hops import link_sentence
 from vaultsearch.search.ranking import FusionSettings
 
 FILES = {
@@ -96,3 +97,39 @@ def test_keyword_mode_takes_no_hop_gift(vault: Vault) -> None:
     config = vault.config.with_search(hop_weight=2.0)
     assert FusionSettings.from_config(config.search, "keyword").hop_weight == 0.0
     assert FusionSettings.from_config(config.search, "hybrid").hop_weight == 2.0
+
+
+TRAVEL = "how do Project Falcon's messages travel"
+
+
+def anchored(vault: Vault, weight: float, below: bool = False, mode: str = "hybrid") -> list[Hit]:
+    config = vault.config.with_search(
+        hop_weight=weight, hop_top=3, hop_margin=0.0, hop_anchor=True, hop_below=below
+    )
+    return Vault(vault.root, vault.index_dir, config).search(
+        TRAVEL, mode=mode, top_k=10, explain=True
+    )
+
+
+@pytest.mark.parametrize("below", [False, True])
+def test_a_link_is_judged_by_the_sentence_it_stands_in(vault: Vault, below: bool) -> None:
+    # "How the messages travel is written up in [[Transport Layer]]" holds a query word
+    # beyond the top note's title; the sentence linking the plants holds none
+    off = [h.path for h in anchored(vault, 0.0)]
+    assert off[0] == "projects/Falcon.md" and ANSWER not in off[:3], off
+    hits = anchored(vault, 1.0, below)
+    on = [h.path for h in hits]
+    assert on[0] == "projects/Falcon.md" and ANSWER in on[:3]
+    answer = hits[on.index(ANSWER)].explain
+    assert answer and answer.graph_from == "projects/Falcon.md" and answer.graph_added > 0
+    plants = [h.explain for h in hits if h.path == "home/Office plants.md"]
+    assert all(e is not None and e.graph_added < answer.graph_added / 3 for e in plants)
+    for h in hits:
+        assert h.explain is not None
+        assert h.explain.total == pytest.approx(h.score, abs=1e-12)
+
+
+def test_link_sentence_is_the_sentence_holding_the_link() -> None:
+    line = "Seeds ingest outside content. They differ from [[pods|x.pod]] in that way! Done."
+    assert link_sentence(line, ("pods", "x.pod")) == "They differ from [[pods|x.pod]] in that way!"
+    assert link_sentence("no link named here", ("other",)) == "no link named here"

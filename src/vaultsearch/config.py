@@ -136,6 +136,11 @@ class SearchConfig:
     query (best chunk cosine over the best retrieved one); 0 = off."""
     hop_top: int = 3
     hop_margin: float = 0.0
+    hop_anchor: bool = False
+    """Judge a top note's link by the sentence it stands in (its share of the query's
+    idf, the top note's title words left out) instead of the linked note's cosine."""
+    hop_below: bool = False
+    """A hop gift never lifts a note past the note that gives it."""
     recency: bool = True
     recency_tiers: list[list[float]] = field(default_factory=lambda: [[7, 1.2], [30, 1.1]])
     reranker: str = ""

@@ -13,8 +13,10 @@ answer climbs, the others barely move.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from vaultsearch.search.query import words
 from vaultsearch.search.ranking import Candidate, FusionSettings, FusionView
 
 
@@ -57,3 +59,71 @@ def hop_gifts(
             if gift > out.get(nid, (0.0, ""))[0]:
                 out[nid] = (gift, view.notes[src.note_id].path)
     return out
+
+
+BELOW = 1e-9
+"""With ``hop_below``, a linked note ends this far under the note whose sentence links it."""
+
+
+def anchor_gifts(
+    ranked: Sequence[Candidate],
+    view: FusionView,
+    anchors: Callable[[int], Iterable[tuple[str, str]]],
+    stem: Callable[[str], str],
+    weights: Mapping[str, float],
+    settings: FusionSettings,
+) -> dict[int, tuple[float, str]]:
+    """Note -> (gift, path of the top note it came from), each link of the ``hop_top``
+    best notes judged by the sentence it stands in.
+
+    The linked note's own text cannot tell the answer from the top note's other links
+    (it is about something else: that is why a hop was needed); the top note's sentence
+    around the link can: "PGP doesn't have [[Forward Secrecy]]". Its closeness is the
+    idf-weighted share of the query's words it holds, leaving out the words of the top
+    note's title, which the first hop has answered already. ``anchors(note)``: (target
+    path, sentence) per outgoing link; ``weights``: query stem -> idf."""
+    if settings.hop_weight <= 0 or not weights:
+        return {}
+    out: dict[int, tuple[float, str]] = {}
+    own = {c.note_id: c.explain for c in ranked}
+    for src in ranked[: settings.hop_top]:
+        meta = view.notes[src.note_id]
+        answered = {stem(w) for w in words(meta.title.lower())}
+        rest = {s: w for s, w in weights.items() if s not in answered}
+        total = sum(rest.values())
+        if total <= 0:
+            continue
+        for target, sentence in anchors(src.note_id):
+            nid = view.note_by_path.get(target)
+            if nid is None or nid == src.note_id:
+                continue
+            found = {stem(w) for w in words(sentence.lower())}
+            closeness = sum(w for s, w in rest.items() if s in found) / total
+            if closeness <= 0 or closeness < settings.hop_margin:
+                continue
+            gift = settings.hop_weight * max(src.explain.fused, 0.0) * closeness
+            if settings.hop_below:
+                mine = own.get(nid)
+                room = (
+                    src.score / mine.recency_multiplier - mine.fused - mine.name_added
+                    if mine is not None
+                    else src.score
+                )
+                gift = min(gift, room - BELOW)
+            if gift > out.get(nid, (0.0, ""))[0]:
+                out[nid] = (gift, meta.path)
+    return out
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def link_sentence(line: str, keys: Iterable[str]) -> str:
+    """The sentence of ``line`` that holds the link (its label or target), else the line:
+    a paragraph is one line in Markdown, and its other sentences speak of other links."""
+    wanted = [k.lower() for k in keys if k]
+    for part in _SENTENCE_END.split(line):
+        low = part.lower()
+        if any(k in low for k in wanted):
+            return part
+    return line

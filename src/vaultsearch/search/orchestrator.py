@@ -25,10 +25,11 @@ from vaultsearch.embedding.rerank import Reranker, make_reranker
 from vaultsearch.errors import IndexCorruptError, IndexIncompatibleError, QueryError
 from vaultsearch.models import Hit, Passage, SearchHits, SourceKind
 from vaultsearch.search.boilerplate import weigh_down
+from vaultsearch.search.codelead import definition_first
 from vaultsearch.search.confidence import Evidence, confidence, coverage, idf
 from vaultsearch.search.expansion import QueryExpander
 from vaultsearch.search.filters import NoteMeta, SearchFilters
-from vaultsearch.search.hops import hop_gifts
+from vaultsearch.search.hops import anchor_gifts, hop_gifts, link_sentence
 from vaultsearch.search.idlepages import IdleRelease
 from vaultsearch.search.query import ParsedQuery, parse_query, words
 from vaultsearch.search.ranking import Candidate, FusionSettings, complete, extend, fuse
@@ -450,9 +451,14 @@ class QueryOrchestrator:
             )
 
         ranked = fused()
-        if settings.hop_weight <= 0 or neighbours is None or retrieved.vector is None:
+        if settings.hop_weight <= 0 or neighbours is None:
             return ranked
-        hops = _hop_gifts(snap, retrieved, ranked, neighbours, settings)
+        if settings.hop_anchor:
+            hops = _anchor_gifts(snap, retrieved, ranked, settings)
+        elif retrieved.vector is not None:
+            hops = _hop_gifts(snap, retrieved, ranked, neighbours, settings)
+        else:
+            return ranked
         return fused(hops) if hops else ranked
 
     def _rerank(
@@ -499,7 +505,10 @@ class QueryOrchestrator:
         explain: bool,
     ) -> list[Hit]:
         limit = self.config.search.max_chunks_per_note
-        wanted = [cid for c in ranked for cid in c.chunks[:limit]]
+        code = {c.note_id for c in ranked if snap.notes[c.note_id].kind == "code"}
+        wanted = [
+            cid for c in ranked for cid in (c.chunks if c.note_id in code else c.chunks[:limit])
+        ]
         rows = snap.chunk_rows(wanted)
         terms = parsed.highlight_terms
         stemmer = snap.stem
@@ -510,7 +519,9 @@ class QueryOrchestrator:
         hits = []
         for c in ranked:
             note = snap.notes[c.note_id]
-            groups = merge_chunks([rows[i] for i in c.chunks[:limit] if i in rows])
+            groups = merge_chunks(
+                definition_first([rows[i] for i in c.chunks if i in rows])[:limit]
+            )
             if not groups:
                 continue
             best = groups[0]
@@ -678,6 +689,35 @@ def _hop_gifts(
         best,
         settings,
     )
+
+
+def _anchor_gifts(
+    snap: Snapshot, retrieved: Retrieved, ranked: list[Candidate], settings: FusionSettings
+) -> dict[int, tuple[float, str]]:
+    """``hops.anchor_gifts`` with each query word's idf and each top note's links read
+    from the catalog (its links' lines, the line's text from its chunks)."""
+    weights: dict[str, float] = {}
+    for w in parse_query(retrieved.text).keyword_terms:
+        stem = snap.stem(w)
+        df, docs = snap.lexicon.doc_freq(stem)
+        weights[stem] = idf(df, max(docs, 1))
+
+    def anchors(note_id: int) -> list[tuple[str, str]]:
+        lines: dict[int, str] = {}
+        for row in snap.chunk_rows(int(c) for c in snap.chunks_by_note.get(note_id, ())).values():
+            for i, text in enumerate(row.text.split("\n")):
+                if len(text) > len(lines.get(row.start_line + i, "")):
+                    lines[row.start_line + i] = text
+        return [
+            (
+                link.target_path,
+                link_sentence(lines.get(link.line, ""), (link.label or "", link.target)),
+            )
+            for link in snap.catalog.links_of([note_id])
+            if link.target_path
+        ]
+
+    return anchor_gifts(ranked, snap, anchors, snap.stem, weights, settings)
 
 
 def _takes_vector(index: type[DerivedIndex]) -> bool:

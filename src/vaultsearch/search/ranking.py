@@ -73,6 +73,11 @@ class FusionSettings:
     hop_margin: float = 0.0
     """The least closeness (best chunk cosine over the best retrieved cosine) that
     earns a neighbour the hop gift."""
+    hop_anchor: bool = False
+    """Judge a link by the top note's sentence around it (``hops.anchor_gifts``)
+    instead of the linked note's own cosine."""
+    hop_below: bool = False
+    """An anchor gift never lifts a note past the note that gives it."""
 
     @classmethod
     def from_config(cls, s: SearchConfig, mode: str) -> FusionSettings:
@@ -97,6 +102,8 @@ class FusionSettings:
             hop_weight=s.hop_weight if s.graph_boost and mode != "keyword" else 0.0,
             hop_top=s.hop_top,
             hop_margin=s.hop_margin,
+            hop_anchor=s.hop_anchor,
+            hop_below=s.hop_below,
         )
 
 
