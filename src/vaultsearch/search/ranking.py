@@ -139,6 +139,17 @@ Part = tuple[str, int, int, float, float, float, float]
 frozen dataclasses only for a candidate whose ``explain`` is read."""
 
 
+_PENDING = (
+    "name_added",
+    "graph_added",
+    "graph_from",
+    "recency_multiplier",
+    "recency_added",
+    "expansions",
+)
+"""The ``Explain`` fields a candidate's pending tuple carries after its method and parts."""
+
+
 class Candidate:
     """A ranked note. Its ``explain`` is made on first read: fusion ranks a few hundred
     notes a query and a search reads the explains of the ``top_k`` it returns, while
@@ -184,7 +195,7 @@ class Candidate:
         if self._explain is None:
             method, parts, *rest = self._pending or ("convex", ())
             branches = tuple(BranchPart(*p) for p in parts)
-            self._explain = _explained(method, branches, *rest)
+            self._explain = Explain(method, branches, **dict(zip(_PENDING, rest, strict=False)))
             self._pending = None
         return self._explain
 
@@ -206,28 +217,6 @@ class Candidate:
         )
 
     __hash__ = None  # type: ignore[assignment]
-
-
-def _explained(
-    method: str,
-    branches: tuple[BranchPart, ...],
-    name_added: float = 0.0,
-    graph_added: float = 0.0,
-    graph_from: str | None = None,
-    recency_multiplier: float = 1.0,
-    recency_added: float = 0.0,
-    expansions: tuple[str, ...] = (),
-) -> Explain:
-    return Explain(
-        method=method,
-        branches=branches,
-        name_added=name_added,
-        graph_added=graph_added,
-        graph_from=graph_from,
-        recency_multiplier=recency_multiplier,
-        recency_added=recency_added,
-        expansions=expansions,
-    )
 
 
 def fuse(
