@@ -25,12 +25,14 @@ import os
 import pstats
 import re
 import statistics
-import subprocess
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _child import LineChild
 
 EDITED_COPY = "copy00"
 MARK = "/vaultsearch-edit-stages-mark"
@@ -173,7 +175,7 @@ def child_reader(vault: str, index_dir: str) -> None:
             print(json.dumps(out), flush=True)
 
 
-class Child:
+class Child(LineChild):
     def __init__(
         self,
         role: str,
@@ -192,25 +194,7 @@ class Child:
                 "openat,open,fsync,fdatasync,mmap,newfstatat,statx,stat,lstat,rename,read,pread64"
             )
             cmd = ["strace", "-f", "-y", "-e", f"trace={calls}", "-o", str(trace), *cmd]
-        self.proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1, env=env
-        )
-
-    def ask(self, data: dict[str, Any] | None = None) -> dict[str, Any]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        if data is not None:
-            self.proc.stdin.write(json.dumps(data) + "\n")
-            self.proc.stdin.flush()
-        reply = self.proc.stdout.readline()
-        if not reply:
-            raise RuntimeError(f"the child stopped (exit code {self.proc.wait()})")
-        out: dict[str, Any] = json.loads(reply)
-        return out
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(600)
+        super().__init__(cmd, env=env)
 
 
 _CALL = re.compile(r"^(?:\d+\s+)?(\w+)\((.*)$")

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _child import LineChild
 from _report import SHARED, percentile, require, write_section
 
 SOURCE = SHARED / "vaults" / "vaultofknowledge"
@@ -162,29 +163,12 @@ CHILDREN = {
 
 
 # --- the parent -------------------------------------------------------------------------
-class Child:
+class Child(LineChild):
     def __init__(self, role: str, vault: Path, index_dir: Path) -> None:
-        cmd = [sys.executable, __file__, "--child", role, str(vault), str(index_dir)]
-        self.proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
+        super().__init__(
+            [sys.executable, __file__, "--child", role, str(vault), str(index_dir)], wait=120
         )
         self.rusage: Any = None
-
-    def ask(self, line: str | None = None) -> dict[str, Any]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        if line is not None:
-            self.proc.stdin.write(line + "\n")
-            self.proc.stdin.flush()
-        reply = self.proc.stdout.readline()
-        if not reply:
-            raise RuntimeError(f"the child stopped (exit code {self.proc.wait()})")
-        data: dict[str, Any] = json.loads(reply)
-        return data
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(120)
 
 
 def _run_once(role: str, vault: Path, index_dir: Path) -> dict[str, Any]:
