@@ -110,9 +110,30 @@ def after_search(
                 r = await c.call_tool("search", {"query": QUERY})
                 assert not r.is_error, r.content
                 await anyio.sleep(IDLE_SECONDS)
+                await until_quiet(server_pid(str(vault)))
                 return await then(c)
 
     return anyio.run(go)
+
+
+async def until_quiet(pid: int, window: float = 2.0, most: float = 600.0) -> None:
+    """Until the server's CPU time stands still for ``window`` seconds: its start-up
+    work (the first index update, the model load) may outlast the first search by tens
+    of seconds at a million chunks, and an idle server is one that has finished it."""
+    import anyio
+
+    def cpu() -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    waited, last = 0.0, cpu()
+    while waited < most:
+        await anyio.sleep(window)
+        waited += window
+        now = cpu()
+        if now - last < 0.05 * window:
+            return
+        last = now
 
 
 def idle_server(vault: Path, index_dir: Path) -> dict[str, object]:

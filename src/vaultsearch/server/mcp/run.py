@@ -7,6 +7,7 @@ if no request comes). Searches made meanwhile answer from the committed index.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -71,6 +72,8 @@ class Background:
         self.watching = False
         self._watcher: Any = None
         self._started = False
+        self._stopping = False
+        self._start_lock = threading.Lock()
 
     def start(self) -> None:
         if self._started:
@@ -78,8 +81,21 @@ class Background:
         self._started = True
         if self.watch:  # first, so that a change during the first index run is not missed
             self._attach_watcher()
-        self.live.start()
+        opener = threading.Thread(target=self._open_then_index, name="vaultsearch-open")
+        opener.daemon = True
+        opener.start()
         threading.Thread(target=self._load_model, name="vaultsearch-model", daemon=True).start()
+
+    def _open_then_index(self) -> None:
+        """Open the reader's snapshot, then start the writer. Built while the start-up
+        update scans the vault, the snapshot's many small objects interleave with the
+        update's short-lived ones, and the allocator keeps what the update frees: at a
+        million chunks an idle server held ~140 MB more that way."""
+        with contextlib.suppress(Exception):  # no index yet, or damage: the update mends it
+            self.live.vault.orchestrator.snapshot()
+        with self._start_lock:
+            if not self._stopping:
+                self.live.start()
 
     def _attach_watcher(self) -> None:
         from vaultsearch.app.watcher import attach_watcher
@@ -102,6 +118,8 @@ class Background:
         self.log.write({"event": "model_ready", "ms": round((time.perf_counter() - t) * 1000)})
 
     def stop(self) -> None:
+        with self._start_lock:
+            self._stopping = True
         stop = getattr(self._watcher, "stop", None)
         if callable(stop):
             stop()
