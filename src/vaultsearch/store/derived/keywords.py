@@ -30,6 +30,7 @@ from vaultsearch.errors import IndexCorruptError
 from vaultsearch.store.atomic import follow_umask, link_or_copy
 from vaultsearch.store.catalog import Catalog, ChunkRow, NoteRow
 from vaultsearch.store.derived.base import Batch, DerivedSettings, Query, Role
+from vaultsearch.store.filememo import FileMemo
 from vaultsearch.store.fuzzy import Expansion
 from vaultsearch.store.identifiers import identifier_words
 from vaultsearch.store.keywords import KeywordDoc, KeywordIndex
@@ -135,23 +136,21 @@ def segment_problems(folder: Path, once: bool = False) -> list[str]:
     return problems
 
 
-_SOUND: set[tuple[int, int, int, int]] = set()
+_SOUND: FileMemo[bool] = FileMemo()
 """Segment files this process found sound. Tantivy never rewrites one, and an update
 hard-links them into the next generation, so a long-lived reader reads each file once,
-not at every generation it opens; a replaced or rewritten file has another key."""
+not at every generation it opens; a replaced or rewritten file has another identity."""
 
 
 def _footer_ok_once(path: Path) -> bool:
-    try:
-        st = path.stat()
-    except OSError:
+    before, sound = _SOUND.get(path)
+    if before is None:
         return False
-    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-    if key in _SOUND:
+    if sound:
         return True
     ok = _footer_ok(path)
     if ok:
-        _SOUND.add(key)
+        _SOUND.put(path, True, before)
     return ok
 
 
