@@ -16,7 +16,7 @@ import functools
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -86,8 +86,8 @@ class Snapshot:
     settings: DerivedSettings
     readers: dict[str, Any]
     """Each derived index's reader by its name, in ``DERIVED`` order."""
-    notes: dict[int, NoteMeta]
-    note_by_path: dict[str, int]
+    notes: Mapping[int, NoteMeta]
+    note_by_path: Mapping[str, int]
     note_of_chunk: NoteOfChunk
     chunks_by_note: ChunksByNote
     model: str | None
