@@ -371,7 +371,8 @@ def main() -> None:
     parser.add_argument(
         "--reuse",
         type=Path,
-        help="measure again a folder kept by --keep (one size), without building it",
+        help="measure again a folder kept by --keep, without building it: alone, or as the "
+        "size of --sizes it was built at (the others built), so one run fits one curve",
     )
     parser.add_argument(
         "--no-sentences",
@@ -385,19 +386,32 @@ def main() -> None:
         config.write_text("[embedding]\nsentences = false\n", encoding="utf-8")
         os.environ["VAULTSEARCH_CONFIG"] = str(config)  # every child process reads it
         args.label += " (embedding.sentences = false)"
+    sizes = [int(s) for s in args.sizes.split(",")]
+    kept = None
+    if args.reuse is not None:
+        kept = len(list((args.reuse / "vault").glob("copy*")))
+        if len(sizes) > 1 and kept not in sizes:
+            parser.error(f"--reuse holds {kept} copies, which --sizes does not list")
+        sizes = sizes if len(sizes) > 1 else [kept]
     rows = []
-    for copies in (int(s) for s in args.sizes.split(",")):
-        row = measure(copies, args.edits, args.queries, args.keep, args.reuse)
+    for copies in sizes:
+        row = measure(
+            copies, args.edits, args.queries, args.keep, args.reuse if copies == kept else None
+        )
         print(json.dumps(row), flush=True)
         rows.append(row)
-    if args.reuse is not None:  # one size of another run: the curve stays as it was
+    if kept is not None:
+        args.label += (
+            f"; the {kept}-copy index reused (its build figures are those of the run that kept it)"
+        )
+    if len(rows) == 1 and kept is not None:  # one size of another run: the curve stays as it was
         print(report(rows, args.label, args.edits))
         return
     write_section(
         "scale",
         "Scale",
         report(rows, args.label, args.edits),
-        f"python bench/scale.py --sizes {args.sizes}",
+        f"python bench/scale.py --sizes {args.sizes}" + (" --reuse KEPT" if kept else ""),
     )
 
 
