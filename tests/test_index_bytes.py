@@ -1,7 +1,8 @@
 """Bytes an index no longer spends, with nothing it answers changed: catalog rows written
-with their checksums (no page split when a sum is added later) and ``graph.json``
-naming each note once. An index written before either is read as it stands and checks
-clean; the graph takes the new form with the next base its writer saves."""
+with their checksums (no page split when a sum is added later), ``graph.json`` naming
+each note once, Tantivy's ``chunk_id`` no longer stored beside its fast field. An index
+written before any of them is read as it stands and checks clean; the graph and the
+keyword index take the new form when their writer next writes them whole."""
 
 from __future__ import annotations
 
@@ -10,12 +11,18 @@ import os
 import sqlite3
 from pathlib import Path
 
+import numpy as np
+import pytest
+import tantivy
+
 from tests.conftest import write_files
 from vaultsearch import Vault
 from vaultsearch.store import rowsums
 from vaultsearch.store.derived.graph import GraphPart
+from vaultsearch.store.derived.keywords import KeywordPart
 from vaultsearch.store.graph import FILE_FORMAT, graph_data, load_graph
 from vaultsearch.store.graphdelta import read_listing, write_listing
+from vaultsearch.store.keywords import KeywordDoc, KeywordIndex, _schema
 from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.manifest import file_crc32, read_state, write_state
 from vaultsearch.store.verify import verify_store
@@ -132,3 +139,42 @@ def test_an_older_graph_base_is_read_and_rewritten_by_the_next_full_run(
         report = verify_store(IndexLayout(index_dir), vault.config)
         assert report.ok, report.problems
     assert json.loads(path().read_text(encoding="utf-8"))["format"] == FILE_FORMAT
+    assert not _chunk_id_stored(KeywordPart.location(IndexLayout(index_dir).live))
+
+
+def _chunk_id_stored(folder: Path) -> bool:
+    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    field = next(f for f in meta["schema"] if f["name"] == "chunk_id")
+    return bool(field["options"]["stored"])
+
+
+def _doc(i: int) -> KeywordDoc:
+    return KeywordDoc(i, f"n{i}.md", f"Note {i}", [], ["Part"], [], f"river {i} glacier")
+
+
+def test_a_keyword_index_that_stores_chunk_ids_is_read_and_written_until_rebuilt(
+    tmp_path: Path,
+) -> None:
+    """An index built when ``chunk_id`` was stored too opens with its own schema, takes
+    new documents and answers as before; a rebuild (``recreate``) writes the current
+    schema. An index of another tokenizer is still refused, as it was."""
+    folder = tmp_path / "keywords"
+    folder.mkdir()
+    tantivy.Index(_schema(True, stored_id=True), path=str(folder), reuse=True)
+    older = KeywordIndex(folder)
+    older.add([_doc(i) for i in range(1, 4)])
+    older.commit()
+    older.add([_doc(4)])
+    older.delete_paths(["n2.md"])
+    older.commit()
+    assert _chunk_id_stored(folder)
+    assert sorted(cid for cid, _ in older.search(["glacier"])) == [1, 3, 4]
+    assert [cid for cid, _ in older.search(["river"], allowed=np.array([3]))] == [3]
+    assert sorted(KeywordIndex(folder).all_chunk_ids()) == [1, 3, 4]
+    with pytest.raises(ValueError, match="schema does not match"):
+        KeywordIndex(folder, stemming=False)
+    rebuilt = KeywordIndex.recreate(folder)
+    rebuilt.add([_doc(i) for i in range(1, 5)])
+    rebuilt.commit()
+    assert not _chunk_id_stored(folder)
+    assert sorted(cid for cid, _ in rebuilt.search(["glacier"])) == [1, 2, 3, 4]
