@@ -5,19 +5,23 @@ file, and stays so when a delta is applied to it."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import networkx as nx
 
 from vaultsearch.store.catalog import LinkRow, NoteRow
 from vaultsearch.store.graph import (
+    FILE_FORMAT,
     READ_KEYS,
     apply_records,
     build_graph,
     graph_data,
     graph_of,
+    load_graph,
     node_records,
     reader_records,
+    save_graph,
 )
 
 
@@ -93,3 +97,34 @@ def test_a_reader_keeps_of_a_node_only_what_its_tools_look_up() -> None:
         if step == 0:
             apply_records(full, records)
             apply_records(slim, reader_records(records))
+
+
+def test_graph_json_names_each_note_once_and_reads_back_as_the_graph_saved(
+    tmp_path: Path,
+) -> None:
+    """The file (``FILE_FORMAT``) gives edges by the place of their notes in ``nodes``
+    and leaves empty tags and aliases out; read whole or as a reader keeps it, it is the
+    graph networkx reads from the node-link data of the same graph."""
+    g = build_graph(NOTES, LINKS)
+    path = tmp_path / "graph.json"
+    save_graph(g, path)
+    text = path.read_text(encoding="utf-8")
+    assert json.loads(text)["format"] == FILE_FORMAT
+    assert all(text.count(f'"{n.path}"') == 1 for n in NOTES)
+    assert '"aliases":[]' not in text and '"tags":[]' not in text
+    node_link = _saved(g)
+    theirs = nx.node_link_graph(node_link, directed=True, edges="edges")
+    assert graph_data(load_graph(path)) == graph_data(theirs) == graph_data(g)
+    assert _shape(graph_of(json.loads(text))) == _shape(theirs)
+    slim, old_slim = graph_of(json.loads(text), READ_KEYS), graph_of(node_link, READ_KEYS)
+    assert _shape(slim) == _shape(old_slim)
+
+
+def test_an_older_index_node_link_graph_json_is_read_as_before(tmp_path: Path) -> None:
+    """A base written before ``FILE_FORMAT`` (node-link JSON, every edge naming both
+    paths) is read into the same graph: an existing index needs no rebuild."""
+    g = build_graph(NOTES, LINKS)
+    path = tmp_path / "graph.json"
+    path.write_text(json.dumps(_saved(g), sort_keys=True), encoding="utf-8")
+    assert "format" not in json.loads(path.read_text(encoding="utf-8"))
+    assert graph_data(load_graph(path)) == graph_data(g)

@@ -6,10 +6,11 @@ left the catalog nothing else compared those bytes with anything. Each row of
 ``notes``, ``chunks``, ``links`` and ``failures`` therefore keeps ``row_sum``, the
 CRC32 of its other columns, which ``check`` recomputes (``problems``).
 
-No statement computes it: a new row starts without one, every ``UPDATE`` of the
-catalog clears it (``row_sum=NULL``), the writer notes which rows it wrote
-(``Catalog.unsealed``) and sums those just before it commits (``seal``), so the cost
-is the rows a run wrote. No trigger or index is added: a larger schema is more of
+No statement computes it: a new chunk or note is inserted with its sum (``row_sum``
+in Python, over the values as SQLite stores them: ``Catalog._next_id``), every
+``UPDATE`` of the catalog clears it (``row_sum=NULL``), and the writer notes which rows
+it changed (``Catalog.unsealed``) and sums those just before it commits (``seal``), so
+the cost is the rows a run wrote. No trigger or index is added: a larger schema is more of
 page 1 that a flipped byte can make unreadable, and the salvage of a damaged
 catalog reads through it. A catalog once sealed records it in ``meta``; from then on a row
 without a sum is damage too (a flipped bit can turn the sum's type into NULL).
