@@ -23,6 +23,7 @@ its chunks first the same way. ``update`` runs both stages; a long-lived process
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import time
@@ -252,10 +253,24 @@ class IndexManager:
             self._remove_stale_temps()
             finish_publish(self.layout)
             sweep(self.layout)
-            yield
+            try:
+                yield
+            except BaseException:
+                self._tidy_after_failure()
+                raise
         finally:
             if acquired:
                 self.lock.release()
+
+    def _tidy_after_failure(self) -> None:
+        """A run that failed (a full disk) leaves its unpublished generation and a
+        rebuild's new catalog: half a rebuild's bytes, which the user freeing space
+        for the next run would otherwise not get back until that run. A commit the
+        pointer switch did not follow is finished first, as at the start of a run;
+        if even that cannot be written, nothing is removed."""
+        with contextlib.suppress(Exception):
+            finish_publish(self.layout)
+            sweep(self.layout)
 
     def _remove_stale_temps(self) -> None:
         """A writer killed inside an atomic write leaves its temp file behind (FAISS's
