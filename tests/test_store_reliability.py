@@ -313,6 +313,48 @@ def test_index_writes_a_damaged_manifest_again_without_rebuilding(
     assert _shared_files(index_dir) == segments
 
 
+@pytest.mark.parametrize("how", ["digit-flip", "bitflip", "delete"])
+def test_check_repair_writes_a_damaged_manifest_again_without_rebuilding(
+    indexed: tuple[Path, Path], how: str
+) -> None:
+    """``check --repair`` takes the path ``index`` takes when the manifest alone is
+    damaged: the file written again in a clone sharing every segment, nothing rebuilt."""
+    root, index_dir = indexed
+    args = [str(root), "--index-dir", str(index_dir)]
+    pristine = IndexLayout(index_dir).live.manifest.read_bytes()
+    segments = _shared_files(index_dir)
+    _damage(IndexLayout(index_dir).live.manifest, how)
+    assert run("check", *args)[0] == 1
+    code, out = run("check", "--repair", "--json", *args)
+    answer = json.loads(out)
+    assert code == 0 and answer["ok"], answer
+    assert answer["repaired"]["derived"] == [
+        "manifest: damaged; its settings are the ones in use: written again"
+    ]
+    assert answer["repaired"]["chunks_embedded"] == 0
+    assert _shared_files(index_dir) == segments
+    assert IndexLayout(index_dir).live.manifest.read_bytes() == pristine
+
+
+def test_check_repair_rebuilds_when_more_than_the_manifest_is_damaged(
+    indexed: tuple[Path, Path],
+) -> None:
+    """A damaged manifest beside a damaged segment: writing the manifest again would
+    leave the segment served, so the derived indexes are rebuilt from the catalog."""
+    root, index_dir = indexed
+    args = [str(root), "--index-dir", str(index_dir)]
+    live = IndexLayout(index_dir).live
+    segments = _shared_files(index_dir)
+    _damage(live.manifest, "digit-flip")
+    _damage(sorted((live.root / "segments").glob("vectors-*.rows.npy"))[0], "bitflip")
+    code, out = run("check", "--repair", "--json", *args)
+    answer = json.loads(out)
+    assert code == 0 and answer["ok"], answer
+    assert "derived indexes: rebuilt from the catalog" in answer["repaired"]["derived"]
+    assert answer["repaired"]["chunks_embedded"] == 0
+    assert not _shared_files(index_dir) & segments
+
+
 @pytest.mark.parametrize("damaged", [False, True], ids=["intact", "damaged"])
 def test_a_changed_setting_still_rebuilds_with_or_without_a_damaged_manifest(
     indexed: tuple[Path, Path], damaged: bool, tmp_path: Path
