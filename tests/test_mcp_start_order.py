@@ -34,9 +34,9 @@ def _waits_for(path: Path) -> bool:
     inode = os.stat(path).st_ino
     for line in Path("/proc/locks").read_text().splitlines():
         fields = line.split()
-        if "->" in fields and fields[-4] == str(os.getpid()):
-            if int(fields[-3].rsplit(":", 1)[1]) == inode:
-                return True
+        mine = "->" in fields and fields[-4] == str(os.getpid())
+        if mine and int(fields[-3].rsplit(":", 1)[1]) == inode:
+            return True
     return False
 
 
