@@ -631,6 +631,30 @@ def test_a_full_disk_fails_a_run_in_one_sentence_and_keeps_the_index_served(
         assert _cli("check", *args)[0] == 0
 
 
+def test_tantivy_running_out_of_space_is_a_full_disk_not_damage(tmp_path: Path) -> None:
+    """Tantivy says a full disk as text in its error; read as damage, the run told the
+    user to ``check --repair`` an index that was whole (the battery's 64 KB case)."""
+    import errno
+
+    from vaultsearch.errors import environment_error_sentence
+    from vaultsearch.store.derived.keywords import guarded
+    from vaultsearch.store.keywords import KeywordDoc, KeywordIndex
+
+    with _small_disk(tmp_path / "disk", 2048) as disk:
+        index = KeywordIndex(disk / "keywords")
+        index.add(
+            KeywordDoc(i, f"Note {i}.md", f"Note {i}", (), (), (), f"the {WORDS[i % 10]} " * 50)
+            for i in range(200)
+        )
+        _fill(disk, 0)
+        with pytest.raises(OSError) as raised:
+            guarded(index.commit, "commit")
+        assert raised.value.errno == errno.ENOSPC
+        assert environment_error_sentence(raised.value) == (
+            "The disk is full; free some space and run the command again."
+        )
+
+
 def test_a_live_writer_on_a_full_disk_says_so_and_indexes_once_there_is_room(
     tmp_path: Path, embedder: object, caplog: pytest.LogCaptureFixture
 ) -> None:
