@@ -875,6 +875,9 @@ def index_problems(check: subprocess.CompletedProcess[str], files: bool = False)
 
 # --- 5. read-only and a second user ---------------------------------------------------
 def read_only(root: Path, index_dir: Path, env: dict[str, str], work: Path) -> dict[str, object]:
+    # current first: the sections before edit the vault (the full disk's on its own copy),
+    # and `check` would then name those files, not anything read-only
+    run_cli("index", str(root), "--index-dir", str(index_dir), "--quiet", env=env)
     out: dict[str, object] = {}
     ro = work / "ro-index"
     ro.mkdir(exist_ok=True)
