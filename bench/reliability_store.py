@@ -36,6 +36,7 @@ import tempfile
 import textwrap
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -717,7 +718,18 @@ def corruption(
 
 
 # --- 4. a full disk -----------------------------------------------------------------
-def disk_full(root: Path, index_dir: Path, env: dict[str, str], work: Path) -> dict[str, object]:
+FREE_KB = (0, 4, 16, 64, 256, 1024)
+"""Room left on the full disk before each edit: the write runs out at a different
+point at each (the catalog's WAL, a segment, its HNSW file, Tantivy, the graph, the
+state), and with most room the edit fits."""
+
+
+def disk_full(
+    root: Path, index_dir: Path, env: dict[str, str], work: Path, versions: dict[int, int]
+) -> dict[str, object]:
+    """A rebuild that runs out of space half-way, then edits (each primed to merge
+    segments) on a disk filled up to ``FREE_KB``; after each, the space comes back and
+    the next ``index`` must finish it without embedding any text again."""
     mnt = work / "tmpfs"
     mnt.mkdir(exist_ok=True)
     # room for the copy of the whole folder (old generations and their catalogs too)
@@ -731,27 +743,141 @@ def disk_full(root: Path, index_dir: Path, env: dict[str, str], work: Path) -> d
     try:
         small = mnt / "index"
         shutil.copytree(index_dir, small)
-        before = view(small)
-        run = run_cli("index", str(root), "--index-dir", str(small), "--full", "--quiet", env=env)
-        after = view(small)
-        check = run_cli("check", str(root), "--index-dir", str(small), env=env)
-        search = search_river(root, small, env)
-        return {
-            "tmpfs_kb": kb,
-            "rebuild_exit": run.returncode,
-            "rebuild_said": (run.stderr.strip().splitlines() or [""])[0][:160],
-            "traceback": "Traceback" in run.stderr + check.stderr + search.stderr,
-            "previous_served": before is not None and after is not None
-            and after.generation == before.generation and after.notes == before.notes and not after.mixed,
-            "check_exit": check.returncode,
-            "search_ok": search.returncode == 0 and "river" in search.stdout.lower(),
-        }  # fmt: skip
+        run_cli("index", str(root), "--index-dir", str(small), "--quiet", env=env)
+
+        def grow() -> None:
+            subprocess.run(["mount", "-o", f"remount,size={4 * kb}k", str(mnt)], check=True)
+
+        rows = [full_disk_case(root, small, env, versions, "--full", None, grow)]
+        print(f"disk full: {rows[-1]}", flush=True)
+        rng = random.Random(31)
+        for free in FREE_KB:
+            picked = rng.sample(sorted(versions), 2)
+            others = sorted(set(versions) - set(picked))
+            # both texts of each picked note indexed once before: any text the run after
+            # the failure embeds is one embedded again
+            for _ in range(2):
+                flip(root, small, env, versions, picked)
+            for _ in range(2 * MAX_SEGMENTS):  # primed: the next edit merges
+                if merges_next(small):
+                    break
+                flip(root, small, env, versions, [rng.choice(others)])
+            for i in picked:
+                versions[i] = 1 - versions[i] % 2
+            write_vault(root, versions)
+            filler = fill(mnt, free * 1024)
+            rows.append(
+                full_disk_case(root, small, env, versions, "edit", free * 1024, filler.unlink)
+            )
+            print(f"disk full: {rows[-1]}", flush=True)
+        return {"tmpfs_kb": kb, "rows": rows}
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
+def flip(
+    root: Path, index_dir: Path, env: dict[str, str], versions: dict[int, int], notes: list[int]
+) -> None:
+    """``notes`` moved to their other version and indexed."""
+    for i in notes:
+        versions[i] = 1 - versions[i] % 2
+    write_vault(root, versions)
+    run_cli("index", str(root), "--index-dir", str(index_dir), "--quiet", env=env)
+
+
+def fill(folder: Path, free: int) -> Path:
+    """A file that takes the file system's space but ``free`` bytes."""
+    filler = folder / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        block = b"\0" * (1 << 16)
+        with contextlib.suppress(OSError):
+            while os.write(fd, block):
+                pass
+        size = os.fstat(fd).st_size
+        os.ftruncate(fd, max(0, size - free))
+    finally:
+        os.close(fd)
+    return filler
+
+
+def full_disk_case(
+    root: Path, index_dir: Path, env: dict[str, str], versions: dict[int, int], kind: str,
+    free: int | None, make_room: Callable[[], None],
+) -> dict[str, object]:  # fmt: skip
+    """One run on a full disk (``--full``: a rebuild on a disk with room for half of it;
+    ``edit``: an incremental run with ``free`` bytes left), then what readers see, what
+    ``check`` says, and the same run again once ``make_room`` gave the space back."""
+    before, lists = view(index_dir), lists_of(index_dir)
+    want = digests(versions)
+    on_disk = written(index_dir)
+    cached = cache_rows()
+    args = (
+        "index",
+        str(root),
+        "--index-dir",
+        str(index_dir),
+        *([kind] if kind == "--full" else []),
+    )
+    run = run_cli(*args, "--quiet", env=env)
+    after = view(index_dir)
+    outcome = kill_outcome(after, before, want)
+    check = run_cli("check", "--json", str(root), "--index-dir", str(index_dir), env=env)
+    search = search_river(root, index_dir, env)
+    left = written(index_dir) - on_disk - ({after.generation} if after else set())
+    failed_cached = cache_rows() - cached
+    make_room()
+    cached = cache_rows()
+    done = run_cli(*args, "--json", env=env)
+    final = view(index_dir)
+    embedded = None
+    with contextlib.suppress(ValueError, KeyError):
+        embedded = json.loads(done.stdout)["chunks_embedded"]
+    again = run_cli("check", "--json", str(root), "--index-dir", str(index_dir), env=env)
+    return {
+        "kind": kind, "free_bytes": free, "exit": run.returncode,
+        "said": [line[:160] for line in run.stderr.strip().splitlines()][:3],
+        "outcome": outcome,
+        "failed_run_cache_rows": failed_cached,
+        "merged": compactions(lists, lists_of(index_dir))["segments_merged"],
+        "check_problems": index_problems(check),
+        "search_ok": search.returncode == 0 and "river" in search.stdout.lower(),
+        "half_written_left": sorted(left),
+        "traceback": first_traceback(run.stderr, check.stderr, search.stderr, done.stderr,
+                                     again.stderr),
+        "next_run_exit": done.returncode,
+        "next_run_embedded": embedded,
+        "cache_rows_added": cache_rows() - cached,
+        "next_run_completed": final is not None and not final.mixed and final.notes == want,
+        "check_after": index_problems(again, files=True),
+    }  # fmt: skip
+
+
+def written(index_dir: Path) -> set[str]:
+    """Generations, catalogs and temp files on disk: what a failed run may leave."""
+    layout = IndexLayout(index_dir)
+    return (
+        {g.name for g in layout.all_generations()}
+        | {c.name for c in layout.catalog_files()}
+        | {str(t.relative_to(index_dir)) for t in index_dir.rglob(".*.tmp")}
+    )
+
+
+def index_problems(check: subprocess.CompletedProcess[str], files: bool = False) -> list[str]:
+    """What ``check --json`` found wrong with the index (``files``: also the vault's
+    files not indexed yet, which a failed run leaves by design)."""
+    with contextlib.suppress(ValueError, KeyError):
+        return [
+            p for p in json.loads(check.stdout)["problems"] if files or not p.startswith("files:")
+        ]
+    return [f"unreadable output (exit {check.returncode})"]
+
+
 # --- 5. read-only and a second user ---------------------------------------------------
 def read_only(root: Path, index_dir: Path, env: dict[str, str], work: Path) -> dict[str, object]:
+    # current first: the sections before edit the vault (the full disk's on its own copy),
+    # and `check` would then name those files, not anything read-only
+    run_cli("index", str(root), "--index-dir", str(index_dir), "--quiet", env=env)
     out: dict[str, object] = {}
     ro = work / "ro-index"
     ro.mkdir(exist_ok=True)
@@ -837,15 +963,7 @@ def report(results: dict[str, object], args: argparse.Namespace) -> str:
         f"{sum(r['via'] == 'index' for r in c)} by `index`); "
         f"**embeddings computed {sum(r['embedded'] for r in c)}** |"
     )
-    d = results["disk_full"]
-    if "skipped" in d:  # type: ignore[operator]
-        lines.append(f"| Disk full during `index --full` | - | {d['skipped']} |")  # type: ignore[index]
-    else:
-        lines.append(
-            f"| Disk full during `index --full` (tmpfs of {d['tmpfs_kb']} KB) | 1 | exit {d['rebuild_exit']} "  # type: ignore[index]
-            f'("{d["rebuild_said"]}"), previous generation served: {d["previous_served"]}, '  # type: ignore[index]
-            f"check exit {d['check_exit']}, search ok: {d['search_ok']}, traceback: {d['traceback']} |"  # type: ignore[index]
-        )
+    lines += disk_full_rows(results["disk_full"])  # type: ignore[arg-type]
     for name, label in (
         ("ro_mount", "Read-only bind mount (root)"),
         ("second_user", "Second user (`nobody`, read rights only)"),
@@ -874,6 +992,31 @@ def report(results: dict[str, object], args: argparse.Namespace) -> str:
               f"changed notes {t['incremental']:.1f} s (each a new process, embeddings from the cache); "
               f"kills were sent at random moments inside those spans."]  # fmt: skip
     return "\n".join(lines)
+
+
+def disk_full_rows(d: dict) -> list[str]:
+    """The full-disk rows: the rebuild, and the edits by how much room was left."""
+    if "skipped" in d:
+        return [f"| Disk full | - | {d['skipped']} |"]
+    out = []
+    for r in d["rows"]:
+        room = (
+            f"tmpfs of {d['tmpfs_kb']} KB, room for half the rebuild"
+            if r["kind"] == "--full"
+            else f"{r['free_bytes'] // 1024} KB left"
+        )
+        what = "`index --full`" if r["kind"] == "--full" else "a 2-note edit primed to merge"
+        said = f'exit {r["exit"]} "{r["said"][0] if r["said"] else ""}"'
+        merged = f", {r['merged']} segments merged by it or the next run" if r["merged"] else ""
+        out.append(
+            f"| Disk full during {what} ({room}) | 1 | {said}; outcome {r['outcome']}{merged}; "
+            f"search ok {r['search_ok']}; `check` problems {len(r['check_problems'])}; "
+            f"half-written files left {len(r['half_written_left'])}; space back, the same "
+            f"run: exit {r['next_run_exit']}, completed {r['next_run_completed']}, "
+            f"**embedded {r['next_run_embedded']}** (cache rows +{r['cache_rows_added']}), "
+            f"`check` problems {len(r['check_after'])}; tracebacks {int(bool(r['traceback']))} |"
+        )
+    return out
 
 
 def edit_rows(results: dict[str, object]) -> list[str]:
@@ -1010,7 +1153,7 @@ def main() -> int:
     if "corruption" in only:
         results["corruption"] = corruption(root, index_dir, work, args.one_per_kind)
     if "disk_full" in only:
-        results["disk_full"] = disk_full(root, index_dir, env, work)
+        results["disk_full"] = disk_full(root, index_dir, env, work, versions)
     if "read_only" in only:
         results["read_only"] = read_only(root, index_dir, env, work)
     (work / "results.json").write_text(json.dumps(results, indent=1))

@@ -313,6 +313,48 @@ def test_index_writes_a_damaged_manifest_again_without_rebuilding(
     assert _shared_files(index_dir) == segments
 
 
+@pytest.mark.parametrize("how", ["digit-flip", "bitflip", "delete"])
+def test_check_repair_writes_a_damaged_manifest_again_without_rebuilding(
+    indexed: tuple[Path, Path], how: str
+) -> None:
+    """``check --repair`` takes the path ``index`` takes when the manifest alone is
+    damaged: the file written again in a clone sharing every segment, nothing rebuilt."""
+    root, index_dir = indexed
+    args = [str(root), "--index-dir", str(index_dir)]
+    pristine = IndexLayout(index_dir).live.manifest.read_bytes()
+    segments = _shared_files(index_dir)
+    _damage(IndexLayout(index_dir).live.manifest, how)
+    assert run("check", *args)[0] == 1
+    code, out = run("check", "--repair", "--json", *args)
+    answer = json.loads(out)
+    assert code == 0 and answer["ok"], answer
+    assert answer["repaired"]["derived"] == [
+        "manifest: damaged; its settings are the ones in use: written again"
+    ]
+    assert answer["repaired"]["chunks_embedded"] == 0
+    assert _shared_files(index_dir) == segments
+    assert IndexLayout(index_dir).live.manifest.read_bytes() == pristine
+
+
+def test_check_repair_rebuilds_when_more_than_the_manifest_is_damaged(
+    indexed: tuple[Path, Path],
+) -> None:
+    """A damaged manifest beside a damaged segment: writing the manifest again would
+    leave the segment served, so the derived indexes are rebuilt from the catalog."""
+    root, index_dir = indexed
+    args = [str(root), "--index-dir", str(index_dir)]
+    live = IndexLayout(index_dir).live
+    segments = _shared_files(index_dir)
+    _damage(live.manifest, "digit-flip")
+    _damage(sorted((live.root / "segments").glob("vectors-*.rows.npy"))[0], "bitflip")
+    code, out = run("check", "--repair", "--json", *args)
+    answer = json.loads(out)
+    assert code == 0 and answer["ok"], answer
+    assert "derived indexes: rebuilt from the catalog" in answer["repaired"]["derived"]
+    assert answer["repaired"]["chunks_embedded"] == 0
+    assert not _shared_files(index_dir) & segments
+
+
 @pytest.mark.parametrize("damaged", [False, True], ids=["intact", "damaged"])
 def test_a_changed_setting_still_rebuilds_with_or_without_a_damaged_manifest(
     indexed: tuple[Path, Path], damaged: bool, tmp_path: Path
@@ -501,6 +543,155 @@ def test_a_read_only_mount_is_searched_and_checked(indexed: tuple[Path, Path]) -
         assert code == 2
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+@contextlib.contextmanager
+def _small_disk(folder: Path, kb: int) -> Iterator[Path]:
+    """A real file system of ``kb`` KB (tmpfs), for a disk that fills up."""
+    folder.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={kb}k", "tmpfs", str(folder)], capture_output=True
+    )
+    if mounted.returncode:
+        pytest.skip(f"mounting a tmpfs needs root: {mounted.stderr.decode().strip()[:200]}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+def _fill(folder: Path, free: int) -> Path:
+    """A file taking all of the file system's space but ``free`` bytes."""
+    filler = folder / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with contextlib.suppress(OSError):
+            while os.write(fd, b"\0" * (1 << 16)):
+                pass
+        os.ftruncate(fd, max(0, os.fstat(fd).st_size - free))
+    finally:
+        os.close(fd)
+    return filler
+
+
+def _on_disk(index_dir: Path) -> set[str]:
+    """Generations, catalogs and temp files: what a failed run could leave behind."""
+    layout = IndexLayout(index_dir)
+    return (
+        {g.name for g in layout.all_generations()}
+        | {c.name for c in layout.catalog_files()}
+        | {str(p.relative_to(index_dir)) for p in index_dir.rglob(".*.tmp")}
+    )
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("run_kind", ["edit-no-room", "edit-little-room", "rebuild-half-room"])
+def test_a_full_disk_fails_a_run_in_one_sentence_and_keeps_the_index_served(
+    tmp_path: Path, embedder: object, run_kind: str
+) -> None:
+    """On a full disk an edit or a rebuild fails with one sentence, the previous
+    generation stays served and searchable, the failed run leaves none of its files
+    and ``check`` finds nothing wrong with the index; once there is room the same run
+    completes, embedding nothing (every text of the edit was indexed once before)."""
+    root = write_files(tmp_path / "vault", notes())
+    with _small_disk(tmp_path / "disk", 64 * 1024) as disk:
+        index_dir = disk / "index"
+        args = [str(root), "--index-dir", str(index_dir)]
+        for version in (1, 0):  # both texts of the edited notes are in the cache
+            write_files(root, notes(version=version, edited=3))
+            assert _cli("index", *args, "--quiet")[0] == 0
+        write_files(root, notes(version=1, edited=3))
+        full = run_kind.startswith("rebuild")
+        free = {"edit-no-room": 0, "edit-little-room": 48 << 10}.get(
+            run_kind, IndexLayout(index_dir).size_on_disk() // 2
+        )
+        before, files, cached = published(index_dir), _on_disk(index_dir), embeddings()
+        filler = _fill(disk, free)
+        code, _, err = _cli("index", *args, "--quiet", *(["--full"] if full else []))
+        assert code == 2 and err.startswith("error: The disk is full"), err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+        assert published(index_dir) == before
+        assert _on_disk(index_dir) == files
+        code, out, _ = _cli("check", "--json", *args)
+        problems = json.loads(out)["problems"]
+        assert problems and all(p.startswith("files:") for p in problems), problems
+        with Vault.open(root, index_dir=index_dir) as vault:
+            assert vault.search("glacier", mode="hybrid")
+        filler.unlink()
+        code, out, _ = _cli("index", *args, "--json", *(["--full"] if full else []))
+        assert code == 0 and json.loads(out)["chunks_embedded"] == 0
+        assert embeddings() == cached
+        assert published(index_dir)[1] != before[1]
+        assert _cli("check", *args)[0] == 0
+
+
+def test_tantivy_running_out_of_space_is_a_full_disk_not_damage(tmp_path: Path) -> None:
+    """Tantivy says a full disk as text in its error; read as damage, the run told the
+    user to ``check --repair`` an index that was whole (the battery's 64 KB case)."""
+    import errno
+
+    from vaultsearch.errors import environment_error_sentence
+    from vaultsearch.store.derived.keywords import guarded
+    from vaultsearch.store.keywords import KeywordDoc, KeywordIndex
+
+    with _small_disk(tmp_path / "disk", 2048) as disk:
+        index = KeywordIndex(disk / "keywords")
+        index.add(
+            KeywordDoc(i, f"Note {i}.md", f"Note {i}", (), (), (), f"the {WORDS[i % 10]} " * 50)
+            for i in range(200)
+        )
+        _fill(disk, 0)
+        with pytest.raises(OSError) as raised:
+            guarded(index.commit, "commit")
+        assert raised.value.errno == errno.ENOSPC
+        assert environment_error_sentence(raised.value) == (
+            "The disk is full; free some space and run the command again."
+        )
+
+
+def test_a_live_writer_on_a_full_disk_says_so_and_indexes_once_there_is_room(
+    tmp_path: Path, embedder: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``watch`` and the MCP server: a run on a full disk is one sentence in the live
+    state (no traceback in the log), the index stays served, and a run after space
+    returns indexes the edit."""
+    import queue
+
+    from vaultsearch.app.live import LiveIndex
+
+    root = write_files(tmp_path / "vault", notes())
+    with _small_disk(tmp_path / "disk", 64 * 1024) as disk:
+        index_dir = disk / "index"
+        with Vault.open(root, index_dir=index_dir) as vault:
+            vault.index()
+            ends: queue.Queue[str | None] = queue.Queue()
+            live = LiveIndex(
+                vault, on_change=lambda kind, st: kind == "run" and ends.put(st.last_error)
+            )
+            live.start()
+            try:
+                assert ends.get(timeout=HANG_GUARD) is None  # the start-up update
+                before = published(index_dir)
+                write_files(root, notes(version=1, edited=3))
+                filler = _fill(disk, 0)
+                live.request()
+                error = ends.get(timeout=HANG_GUARD)
+                assert error is not None and error.startswith("The disk is full"), error
+                assert published(index_dir) == before
+                assert vault.search("glacier", mode="keyword")
+                filler.unlink()
+                live.request()
+                assert ends.get(timeout=HANG_GUARD) is None
+                assert published(index_dir)[1] != before[1]
+            finally:
+                live.stop(HANG_GUARD)
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
 
 
 def _store_cached_vectors(catalog: Path, model: str) -> dict[str, bytes]:

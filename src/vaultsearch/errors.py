@@ -65,6 +65,8 @@ def environment_error_sentence(exc: BaseException) -> str | None:
     text = str(exc)
     where = f" ({exc.filename})" if isinstance(exc, OSError) and exc.filename else ""
     code = exc.errno if isinstance(exc, OSError) else None
+    if isinstance(exc, OSError) and code == errno.ENOSPC and exc.filename2:
+        where = f" ({exc.filename2})"  # a copy names its source first: not what was written
     if code == errno.ENOSPC or "No space left" in text or "disk is full" in text:
         return f"The disk is full{where}; free some space and run the command again."
     if code in (errno.EACCES, errno.EPERM, errno.EROFS) or "readonly database" in text:

@@ -187,9 +187,7 @@ class LiveIndex:
             self.state.last_error = None
             self._retry_at = None
         except Exception as exc:  # a background failure must be visible, not fatal
-            if not isinstance(exc, VaultsearchError):
-                log.exception("indexing failed")
-            self.state.last_error = str(exc) or type(exc).__name__
+            self.state.last_error = _failure(exc, "indexing failed")
             with self._lock:  # what this run was to index is not: look at everything again
                 self._pending, self._scope = True, None
                 self._pending_full = self._pending_full or full
@@ -211,9 +209,7 @@ class LiveIndex:
         try:
             self.vault.runner().run("sentences", reason="sentence vectors of a new build")
         except Exception as exc:  # as an update's failure: visible, not fatal
-            if not isinstance(exc, VaultsearchError):
-                log.exception("adding sentence vectors failed")
-            self.state.last_error = str(exc) or type(exc).__name__
+            self.state.last_error = _failure(exc, "adding sentence vectors failed")
         finally:
             left = self._sentences_left()
             with self._lock:
@@ -234,3 +230,13 @@ class LiveIndex:
             self.on_change(kind, self.state)
         except Exception:  # a broken listener must not stop indexing
             log.exception("LiveIndex listener failed")
+
+
+def _failure(exc: Exception, what: str) -> str:
+    """A failed run's one sentence. The machine's refusals (a full disk, a folder that
+    became read-only) are retried and said like any user error, without a traceback;
+    only what nobody expected is logged with one."""
+    sentence = environment_error_sentence(exc)
+    if sentence is None and not isinstance(exc, VaultsearchError):
+        log.exception(what)
+    return sentence or str(exc) or type(exc).__name__

@@ -23,6 +23,7 @@ its chunks first the same way. ``update`` runs both stages; a long-lived process
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import time
@@ -252,10 +253,24 @@ class IndexManager:
             self._remove_stale_temps()
             finish_publish(self.layout)
             sweep(self.layout)
-            yield
+            try:
+                yield
+            except BaseException:
+                self._tidy_after_failure()
+                raise
         finally:
             if acquired:
                 self.lock.release()
+
+    def _tidy_after_failure(self) -> None:
+        """A run that failed (a full disk) leaves its unpublished generation and a
+        rebuild's new catalog: half a rebuild's bytes, which the user freeing space
+        for the next run would otherwise not get back until that run. A commit the
+        pointer switch did not follow is finished first, as at the start of a run;
+        if even that cannot be written, nothing is removed."""
+        with contextlib.suppress(Exception):
+            finish_publish(self.layout)
+            sweep(self.layout)
 
     def _remove_stale_temps(self) -> None:
         """A writer killed inside an atomic write leaves its temp file behind (FAISS's
@@ -450,6 +465,9 @@ class IndexManager:
                 summary.repaired.append("catalog: rebuilt from the vault's files")
                 self._rebuild_from_files(current, manifest, summary)
                 summary.repaired += self._reuse_lines(summary)
+            elif alone := self._manifest_alone_damaged(current):
+                summary.repaired.append(alone[1])
+                self._rewrite_manifest(current, alone[0], summary)
             else:
                 reason = None
                 try:
@@ -468,6 +486,18 @@ class IndexManager:
                     summary.repaired += self._reuse_lines(summary)
             summary.seconds = time.perf_counter() - t0
             return summary
+
+    def _manifest_alone_damaged(self, current: Generation) -> tuple[dict[str, Any], str] | None:
+        """The manifest to write again and what was wrong with it, when nothing else is:
+        its bytes differ from those the state recorded, the settings in use have them,
+        and ``check`` finds no other problem. ``index`` then writes the file again
+        sharing every segment, and so does ``check --repair``, rather than rebuild what
+        is whole."""
+        old, _expected, damaged = self._recorded_manifest(current)
+        if old is None or not damaged:
+            return None
+        problems = verify_store(self.layout, self.config).problems
+        return (old, damaged) if all(p.startswith("manifest:") for p in problems) else None
 
     def _update(
         self, full: bool, paths: Collection[str] | None = None, source: str | None = None

@@ -14,9 +14,11 @@ memory.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import re
 import shutil
 import struct
 import tempfile
@@ -49,11 +51,32 @@ def guarded(call: Callable[[], T], what: str) -> T:
     except BaseException as exc:  # pyo3's PanicException is a BaseException
         if isinstance(exc, Exception) and not _is_panic(exc) and not isinstance(exc, ValueError):
             raise
+        if refused := _refusal(exc):
+            raise refused from exc
         detail = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
         raise IndexCorruptError(
             f"The keyword index is damaged ({what}: {detail}).",
             fix="vaultsearch check --repair",
         ) from exc
+
+
+_OS_ERROR = re.compile(r"(?:os error |Os \{ code: )(\d+)")
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def _refusal(exc: BaseException) -> OSError | None:
+    """Tantivy's IO errors arrive as text (``No space left on device (os error 28)``,
+    or its Rust form ``Os { code: 28, kind: StorageFull, .. }``): a full disk is the
+    machine's refusal, said as such by whoever catches an ``OSError`` (the index is not
+    damaged, and ``check --repair`` would run out of space the same way)."""
+    text = str(exc)
+    codes = {int(c) for c in _OS_ERROR.findall(text)}
+    if "No space left on device" in text or "StorageFull" in text:
+        codes.add(errno.ENOSPC)
+    for code in _FULL:
+        if code in codes:
+            return OSError(code, os.strerror(code))
+    return None
 
 
 def _is_panic(exc: BaseException) -> bool:
