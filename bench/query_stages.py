@@ -31,6 +31,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import percentile
 
@@ -46,7 +48,9 @@ def scale_queries(vault: Any) -> list[str]:
 
 
 def _stages() -> tuple[dict[tuple[str, str], float], collections.Counter[tuple[str, str]]]:
-    """Wrap the steps of a search; returns the CPU seconds and calls per (thread, step)."""
+    """Wrap the steps of a search; returns the CPU seconds and calls per (thread, step),
+    and in the calls the ids each scorer was handed (``ids: ...``: what grows with the
+    query's hits)."""
     import vaultsearch.search.orchestrator as orch
     import vaultsearch.search.snapshot as snapshot
     import vaultsearch.store.ann as ann
@@ -71,6 +75,9 @@ def _stages() -> tuple[dict[tuple[str, str], float], collections.Counter[tuple[s
                 key = ("pool" if pool else "main", name)
                 cpu[key] += time.thread_time() - start
                 calls[key] += 1
+                if name.endswith(": score"):
+                    ids = [a for a in args[2:] if isinstance(a, (list, np.ndarray))]
+                    calls[(key[0], f"ids: {name}")] += sum(len(a) for a in ids)
 
         setattr(owner, attr, timed)
 
@@ -90,7 +97,7 @@ def _stages() -> tuple[dict[tuple[str, str], float], collections.Counter[tuple[s
     return cpu, calls
 
 
-def stages(vault_dir: Path, index_dir: Path, passes: int) -> None:
+def stages(vault_dir: Path, index_dir: Path, passes: int, per_query: bool = False) -> None:
     cpu, calls = _stages()
     from vaultsearch import Vault
 
@@ -113,15 +120,56 @@ def stages(vault_dir: Path, index_dir: Path, passes: int) -> None:
         cpu.clear()
         calls.clear()
         start = time.process_time()
+        each: dict[str, list[dict[str, float]]] = {q: [] for q in queries}
         for _ in range(passes):
             for q in queries:
+                before_cpu, before_calls = dict(cpu), collections.Counter(calls)
+                t, c = time.perf_counter(), time.process_time()
                 vault.search(q, top_k=10, mode="hybrid")
+                row = {
+                    "wall": (time.perf_counter() - t) * 1000,
+                    "process": (time.process_time() - c) * 1000,
+                }
+                row.update(
+                    {f"{k[0]}: {k[1]}": (v - before_cpu.get(k, 0.0)) * 1000 for k, v in cpu.items()}
+                )
+                row.update(
+                    {
+                        f"{k[0]}: {k[1]}": float(v - before_calls[k])
+                        for k, v in calls.items()
+                        if k[1].startswith("ids: ")
+                    }
+                )
+                each[q].append(row)
         n = passes * len(queries)
         process = (time.process_time() - start) * 1000 / n
     print(f"{n} warm hybrid searches, process CPU {process:.1f} ms a query; load {_load()}\n")
+    if per_query:
+        _per_query(each)
     print("| thread | step | CPU ms a query | calls a query |\n|---|---|---:|---:|")
     for key in sorted(cpu, key=lambda k: (k[0], -cpu[k])):
         print(f"| {key[0]} | {key[1]} | {cpu[key] * 1000 / n:.2f} | {calls[key] / n:.1f} |")
+
+
+def _per_query(each: dict[str, list[dict[str, float]]]) -> None:
+    """Each query's least wall and its stages' CPU in that pass (the least is the one
+    least disturbed by the machine's load), slowest first; the ten largest columns."""
+    rows = {q: min(passes, key=lambda r: r["wall"]) for q, passes in each.items()}
+    keys = sorted(
+        {k for r in rows.values() for k in r if k not in ("wall", "process")},
+        key=lambda k: -sum(r.get(k, 0.0) for r in rows.values()),
+    )
+    keys = [
+        "wall",
+        "process",
+        *[k for k in keys if "ids: " not in k][:10],
+        *[k for k in keys if "ids: " in k],
+    ]
+    print("| query | words | " + " | ".join(keys) + " |")
+    print("|---|---:|" + "---:|" * len(keys))
+    for q, r in sorted(rows.items(), key=lambda x: -x[1]["wall"]):
+        cells = " | ".join(f"{r.get(k, 0.0):.1f}" for k in keys)
+        print(f"| {q[:40]} | {len(q.split())} | {cells} |")
 
 
 CHILD = """
@@ -206,11 +254,12 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=2)
     parser.add_argument("--against", type=Path, help="another checkout's src folder")
     parser.add_argument("--batch", type=int, default=10)
+    parser.add_argument("--per-query", action="store_true", help="each query's stages")
     args = parser.parse_args()
     run: Callable[[], None] = (
         (lambda: against(args.vault, args.index, args.against, args.passes, args.batch))
         if args.against
-        else (lambda: stages(args.vault, args.index, args.passes))
+        else (lambda: stages(args.vault, args.index, args.passes, args.per_query))
     )
     run()
 

@@ -7,13 +7,19 @@ against what the semantic branch gives the same note when it searches deep enoug
 
 from __future__ import annotations
 
+import time
+from collections import Counter
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from tests.conftest import write_files
 from vaultsearch import Vault
+from vaultsearch.search.boilerplate import weigh_down
+from vaultsearch.search.orchestrator import _neighbours
 from vaultsearch.search.query import parse_query
-from vaultsearch.search.ranking import complete
+from vaultsearch.search.ranking import FusionSettings, complete, fuse
 from vaultsearch.store.vectors import SegmentedVectors
 
 TOPICS = [
@@ -144,3 +150,45 @@ def test_identical_vectors_score_the_same_wherever_they_sit() -> None:
         assert len(set(dot_rows(np.tile(row, (n, 1)), query).tolist())) == 1, n
     index = SegmentedVectors.from_arrays(np.arange(40), np.tile(row, (40, 1)))
     assert len({s for _, s in index.score(query, range(40))}) == 1
+
+
+def test_the_completion_fused_ranks_as_every_completed_chunk_fused(
+    tmp_path: Path, embedder: object
+) -> None:
+    """Fusion is handed of each note's completed chunks only those that can move a
+    ranking (``_shown_chunks``): the same notes, scores and shown chunks as fusing every
+    completed chunk. Long notes of many sections, so that the keyword side finds notes
+    with far more chunks than a hit shows."""
+    files: dict[str, str | bytes] = {
+        f"long{i}.md": f"# Long {i}\n\n"
+        + "\n\n".join(
+            f"## Part {j}\n\n{TOPICS[(i + j) % len(TOPICS)].capitalize()}. "
+            + ("Chess and geese. " if j % 4 == i % 4 else "")
+            + " ".join(TOPICS[(i * j + 3) % len(TOPICS)].split()[::-1])
+            for j in range(14)
+        )
+        for i in range(8)
+    }
+    v = Vault.open(write_files(tmp_path / "vault", files))
+    try:
+        v.index()
+        orch = v.orchestrator
+        snap = orch.snapshot()
+        limit = orch.config.search.max_chunks_per_note
+        settings = FusionSettings.from_config(orch.config.search, "hybrid")
+        for query in (QUERY, "chess geese", "geese flying in a V", "oil the chain"):
+            r = orch.retrieve(snap, parse_query(query), "hybrid", 2)
+            per_note = Counter(snap.note_of_chunk[c] for c, _ in r.completion.get("semantic", ()))
+            assert per_note and max(per_note.values()) > limit, query
+            branches = complete(
+                weigh_down(r.branches, snap.boilerplate),
+                weigh_down(r.completion, snap.boilerplate),
+                snap.note_of_chunk,
+            )
+            whole = fuse(branches, snap, settings, time.time(), neighbours=_neighbours(snap))
+            got = orch.rank(snap, r, "hybrid")
+            assert [(c.note_id, c.score, c.chunks[:limit]) for c in got] == [
+                (c.note_id, c.score, c.chunks[:limit]) for c in whole
+            ], query
+    finally:
+        v.close()

@@ -33,7 +33,13 @@ from vaultsearch.store.segments import (
     read_list,
     tier,
 )
-from vaultsearch.store.vectors import SegmentedVectors, decode, encode, normalize
+from vaultsearch.store.vectors import (
+    HALF_SCAN_ROWS,
+    SegmentedVectors,
+    decode,
+    encode,
+    normalize,
+)
 from vaultsearch.store.verify import settings_of
 
 
@@ -209,6 +215,41 @@ def test_segments_rank_as_one_flat_index_of_their_live_rows(sizes: list[int]) ->
             assert {i for i, s in got if s > last} == {i for i, s in want if s > last}
             tied = {int(i) for i, s in _as_flat(flat, query, len(ids), allowed) if s == last}
             assert {i for i, s in got if s == last} <= tied
+
+
+def test_a_large_float16_segment_is_scanned_in_float16_and_ranks_as_flat() -> None:
+    """A float16 segment past ``HALF_SCAN_ROWS`` is scanned by FAISS's float16 kernel and
+    its candidates scored by the flat one: the same scores as a flat index over its
+    decoded live rows, the same ids above the last place, and a tie for the last place
+    taken earliest position first (identical notes tie); no float32 copy is held."""
+    rng = np.random.default_rng(23)
+    size, dim = HALF_SCAN_ROWS + 1500, 384
+    base = normalize(rng.standard_normal((40, dim), dtype=np.float32))
+    vectors = normalize(rng.standard_normal((size, dim), dtype=np.float32))
+    repeated = rng.random(size) < 0.5
+    vectors[repeated] = base[rng.integers(0, 40, int(repeated.sum()))]
+    rows = encode(vectors, "float16")
+    ids = np.arange(1000, 1000 + size, dtype=np.int64)
+    dead = tuple(int(i) for i in ids[rng.random(size) < 0.1])
+    seg = Segment(Entry("half", size, dead, ("", "")), ids=ids, rows=rows)
+    reader = SegmentedVectors(dim, [seg])
+    live = ~np.isin(ids, dead)
+    decoded = decode(rows)
+    flat = _flat(ids[live], decoded[live])
+    for trial in range(40):
+        near = base[trial % 40] if trial % 2 else vectors[trial]
+        query = near + 0.02 * rng.standard_normal(dim, dtype=np.float32)
+        allowed = None if trial % 4 else rng.choice(ids, 4000, replace=False)
+        for k in (1, 10, 100, 300):
+            got = reader.search(query, k, allowed)
+            want = _as_flat(flat, query, k, allowed)
+            assert [s for _, s in got] == [s for _, s in want]
+            last = want[-1][1]
+            assert {i for i, s in got if s > last} == {i for i, s in want if s > last}
+            every = _as_flat(flat, query, size, allowed)
+            tied = sorted(int(i) for i, s in every if s == last)  # ids rise with position
+            assert sorted(i for i, s in got if s == last) == tied[: sum(s == last for _, s in got)]
+    assert "decoded" not in seg.__dict__ and "half_index" in seg.__dict__
 
 
 def test_a_built_index_ranks_as_flat_numpy_over_the_embeddings_as_stored(vault: Vault) -> None:

@@ -7,6 +7,7 @@ only model call at query time is the query itself.
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 import threading
@@ -428,11 +429,13 @@ class QueryOrchestrator:
         """Fused, graph-boosted, recency-weighted notes, boilerplate weighed down: the
         cheap half, pure given its inputs (the tuning bench calls it with other settings
         on cached retrievals)."""
+        settings = settings or FusionSettings.from_config(self.config.search, mode)
         branches = weigh_down(retrieved.branches, snap.boilerplate)
         if retrieved.completion:
             extra = weigh_down(retrieved.completion, snap.boilerplate)
+            if settings.chunk_share == 0:
+                extra = _shown_chunks(extra, branches, snap, self.config.search.max_chunks_per_note)
             branches = complete(branches, extra, snap.note_of_chunk)
-        settings = settings or FusionSettings.from_config(self.config.search, mode)
         neighbours = _neighbours(snap)
         now = time.time()
 
@@ -718,6 +721,45 @@ def _anchor_gifts(
         ]
 
     return anchor_gifts(ranked, snap, anchors, snap.stem, weights, settings)
+
+
+def _shown_chunks(
+    extra: dict[str, list[tuple[int, float]]],
+    branches: dict[str, list[tuple[int, float]]],
+    snap: Snapshot,
+    limit: int,
+) -> dict[str, list[tuple[int, float]]]:
+    """The completing scores that can change a ranking: with no ``chunk_share`` a note's
+    branch score is its best chunk's, and a hit shows the note's first ``limit`` chunks
+    by fused chunk score, so of each note's chunks only the other branches also scored
+    matter, and the best ``limit`` others (with any as close as rounding, and all of a
+    code note's, which shows every chunk). The completion scores every chunk of a note
+    the keyword side found (up to ~5,000 a query at a million chunks), and fusing them
+    all cost more than the rest of the fusion."""
+    scored = {cid for hits in branches.values() for cid, _ in hits}
+    note_of = snap.note_of_chunk.get
+    out = {}
+    for branch, hits in extra.items():
+        by_note: dict[int | None, list[float]] = {}
+        for cid, score in hits:
+            if cid not in scored:
+                by_note.setdefault(note_of(cid), []).append(score)
+        floor = {}
+        for nid, scores in by_note.items():
+            if len(scores) > limit and (nid is None or snap.notes[nid].kind != "code"):
+                cut = sorted(scores, reverse=True)[limit - 1]
+                floor[nid] = cut - ROUNDING if cut > ROUNDING else -math.inf
+        out[branch] = [
+            (cid, score)
+            for cid, score in hits
+            if cid in scored or score >= floor.get(note_of(cid), -math.inf)
+        ]
+    return out
+
+
+ROUNDING = 1e-6
+"""Scores this close may fuse to the same chunk score (normalising divides them), and
+tied chunks are ordered by id: ``_shown_chunks`` keeps them all."""
 
 
 def _takes_vector(index: type[DerivedIndex]) -> bool:

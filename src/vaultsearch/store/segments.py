@@ -230,6 +230,7 @@ class Segment:
         (``ann.load``): the next search maps it again and copies what is not mapped
         (30 MB for 498,875 rows, against 138 MB held whole)."""
         self.__dict__.pop("decoded", None)
+        self.__dict__.pop("half_index", None)
         if self._folder is not None:  # one given in memory could not be read again
             self.__dict__.pop("ann_index", None)
         for name in ("ids", "rows"):
