@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import re
 
-SPLIT_VERSION = 1
+from vaultsearch.parsers.codeprose import code_prose
+
+SPLIT_VERSION = 2
+"""2: a code chunk's units are its docstring and comment sentences (``codeprose``)."""
 MIN_WORDS = 3
 """Shorter units (a bare link, a tag line, "See also:") match too loosely to count."""
 MAX_UNITS = 64
@@ -59,6 +62,7 @@ def sentence_units(text: str) -> list[str]:
 
 
 def unit_texts(text: str, kind: str) -> list[str]:
-    """What is embedded for a chunk of a note of this kind beside its own vector: code
-    has no sentences (a line of code alone says little), so its chunk vector serves."""
-    return [] if kind == "code" else sentence_units(text)
+    """What is embedded for a chunk of a note of this kind beside its own vector: of
+    code only its docstrings' and comments' sentences (a line of code alone says little);
+    a chunk without them is scored by its chunk vector."""
+    return sentence_units(code_prose(text) if kind == "code" else text)
