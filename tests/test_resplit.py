@@ -16,13 +16,16 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.conftest import write_files
+from tests.conftest import HANG_GUARD, write_files
 from tests.test_codeprose import PYTHON
 from tests.test_store_reliability import _shared_files, run
+from tests.test_watcher import wait_until
 from vaultsearch import Vault
+from vaultsearch.app.live import LiveIndex, LiveState
 from vaultsearch.parsers import sentences
 from vaultsearch.store import catalog, manifest
 from vaultsearch.store.counts import current_counts
@@ -169,3 +172,30 @@ def test_a_kill_mid_way_leaves_the_previous_generation_served(
         assert vault.manager().verify().ok
         assert vault.check().status == "current"
     assert recorded_split(index_dir) == 2 and not read_pending(layout.live)
+
+
+def test_the_start_up_update_of_watch_and_the_mcp_server_splits_again(
+    tmp_path: Path, embedder: object
+) -> None:
+    """``watch`` and the MCP server update through a ``LiveIndex``, which leaves stage 2
+    to steps of its own: the re-split chunks are filled by them, nothing rebuilt."""
+    root = write_files(tmp_path / "vault", {**NOTES, "fuzzy.py": PYTHON})
+    index_dir = tmp_path / "index"
+    build_with_split_one(root, index_dir)
+    runs: list[dict[str, Any]] = []
+
+    def on_change(kind: str, state: LiveState) -> None:
+        if kind == "run":
+            runs.append(state.last_summary or {"error": state.last_error})
+
+    with Vault.open(root, index_dir=index_dir) as vault:
+        live = LiveIndex(vault, on_change=on_change)
+        live.start()
+        try:
+            assert wait_until(lambda: bool(runs) and live.wait_idle(0.1)), "start-up update"
+            assert live.wait_idle(HANG_GUARD)
+        finally:
+            live.stop()
+    assert runs and all("error" not in r and r["rebuild_reasons"] == [] for r in runs), runs
+    assert sum(r["chunks_embedded"] for r in runs) == 0
+    assert recorded_split(index_dir) == 2 and not read_pending(IndexLayout(index_dir).live)
