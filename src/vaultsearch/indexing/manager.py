@@ -82,6 +82,7 @@ from vaultsearch.store.manifest import (
     rebuild_scope,
     recorded_dimension,
     recorded_manifest,
+    resplit_kinds,
 )
 from vaultsearch.store.runstate import RUN_NAME
 from vaultsearch.store.salvage import SalvagedEmbeddings
@@ -182,7 +183,7 @@ class IndexManager:
         if old is None and damaged:
             return IndexCheck("rebuild", [damaged], [damaged])
         changes = manifest_differences(old, expected)
-        if changes:
+        if changes and resplit_kinds(old, changes) is None:
             return IndexCheck("rebuild", [f"manifest field changed: {c}" for c in changes], changes)
         if damage := catalog_problems(current):
             return IndexCheck("rebuild", damage)
@@ -214,7 +215,14 @@ class IndexManager:
         finally:
             catalog.close()
         reasons = describe_plan(plan)
-        reasons += [damaged] if (damaged := self._recorded_manifest(current)[2]) else []
+        old, expected, damaged = self._recorded_manifest(current)
+        reasons += [damaged] if damaged else []
+        changes = manifest_differences(old, expected)
+        if (kinds := resplit_kinds(old, changes)) is not None:
+            reasons.append(
+                f"manifest field changed: {changes[0]}: the sentence units of "
+                f"{' and '.join(sorted(kinds)) or 'no'} notes are derived again"
+            )
         reasons += [f"source {name} has not been cloned yet" for name in sorted(scan.never_read)]
         if behind:
             reasons.append("derived indexes are behind the catalog (an interrupted run)")
@@ -513,6 +521,8 @@ class IndexManager:
             changes = [damaged]
         elif damaged:
             summary.repaired.append(damaged)
+        if (kinds := resplit_kinds(old, changes)) is not None:
+            changes = []
         needed = current is None or bool(damage) or "notes" in rebuild_scope(changes)
         if full or needed:
             summary.rebuild_reasons = ["--full"] if full else damage or changes
@@ -520,7 +530,9 @@ class IndexManager:
         else:
             assert current is not None
             try:
-                if changes:
+                if kinds is not None:
+                    current = self._rewrite_manifest(current, manifest, summary, kinds)
+                elif changes:
                     summary.rebuild_reasons = changes
                     current = self._rebuild_from_catalog(current, manifest, summary)
                 self._incremental(current, manifest, summary, paths, source, bool(damaged))
@@ -589,19 +601,27 @@ class IndexManager:
         self._publish(writer.generation)
 
     def _rewrite_manifest(
-        self, live: Generation, manifest: dict[str, Any], summary: IndexSummary
-    ) -> None:
-        """A clone of the live generation with its manifest written again: the damage
-        was to that file only, so no index is rebuilt (an edit's run, had there been
-        one, writes it anyway)."""
+        self,
+        live: Generation,
+        manifest: dict[str, Any],
+        summary: IndexSummary,
+        kinds: Collection[str] = (),
+    ) -> Generation:
+        """A clone of the live generation with its manifest written again, sharing every
+        segment: the damage was to that file only (an edit's run, had there been one,
+        writes it anyway), or a new sentence split changed the units of ``kinds``' notes
+        only, whose chunks' sentences stage 2 embeds again. No index is rebuilt."""
         writer = GenerationWriter(
             clone_generation(self.layout, live), self._settings(), False, True, cache=self.cache
         )
         try:
+            if kinds:
+                _sentence_part(writer).split_again(writer.catalog.chunk_ids_of_kinds(kinds))
             writer.commit(manifest, summary.to_dict())
         finally:
             writer.close()
         self._publish(writer.generation)
+        return writer.generation
 
     def _rebuild_from_files(
         self,

@@ -7,14 +7,21 @@ the chunk's lifts SciFact train nDCG@10 by +0.012 under 5-fold cross-validation
 (a list item, a table row or a quote line is one unit; a code block none), then
 prose is cut at sentence ends. Pure and deterministic: the index derives the same
 units from a stored chunk's text when it rebuilds, and ``SPLIT_VERSION`` goes into the
-manifest, so a change here rebuilds every index.
+manifest, so a change here is seen by every index; ``SPLIT_KINDS`` says which notes'
+units it changed, so an index derives those again instead of rebuilding.
 """
 
 from __future__ import annotations
 
 import re
 
-SPLIT_VERSION = 1
+from vaultsearch.parsers.codeprose import code_prose
+
+SPLIT_VERSION = 2
+SPLIT_KINDS: dict[int, tuple[str, ...]] = {2: ("code",)}
+"""The note kinds whose units each version changed (2: a code chunk's units are its
+docstring and comment sentences, ``codeprose``). A version that changes every note's
+units lists every kind."""
 MIN_WORDS = 3
 """Shorter units (a bare link, a tag line, "See also:") match too loosely to count."""
 MAX_UNITS = 64
@@ -24,6 +31,17 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 _LINE_UNIT = re.compile(r"^\s*(?:[-*+]\s+(?:\[.\]\s+)?|\d+[.)]\s+|>\s*|\|)")
 _MARKER = re.compile(r"^\s*(?:#{1,6}\s+|[-*+]\s+(?:\[.\]\s+)?|\d+[.)]\s+|(?:>\s*)+)")
 _FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def changed_kinds(old: object) -> frozenset[str] | None:
+    """The note kinds whose units differ between split version ``old`` and this one;
+    None when that is not known (no such version, or a newer one): then rebuild."""
+    if not isinstance(old, int) or old > SPLIT_VERSION:
+        return None
+    versions = range(old + 1, SPLIT_VERSION + 1)
+    if any(v not in SPLIT_KINDS for v in versions):
+        return None
+    return frozenset(kind for v in versions for kind in SPLIT_KINDS[v])
 
 
 def sentence_units(text: str) -> list[str]:
@@ -59,6 +77,7 @@ def sentence_units(text: str) -> list[str]:
 
 
 def unit_texts(text: str, kind: str) -> list[str]:
-    """What is embedded for a chunk of a note of this kind beside its own vector: code
-    has no sentences (a line of code alone says little), so its chunk vector serves."""
-    return [] if kind == "code" else sentence_units(text)
+    """What is embedded for a chunk of a note of this kind beside its own vector: of
+    code only its docstrings' and comments' sentences (a line of code alone says little);
+    a chunk without them is scored by its chunk vector."""
+    return sentence_units(code_prose(text) if kind == "code" else text)

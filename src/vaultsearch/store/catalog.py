@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -617,6 +617,15 @@ class Catalog:
             return [_chunk_row(r) for r in rows]
         sql = f"SELECT {self.chunk_cols} FROM chunks WHERE id IN ({{marks}})"
         return [_chunk_row(r) for r in self._select_in(sql, list(ids))]
+
+    def chunk_ids_of_kinds(self, kinds: Collection[str]) -> list[int]:
+        """The chunks of notes of these kinds (``kind`` is read, not filtered on: an
+        older catalog has a literal in its place)."""
+        rows = self.db.execute(
+            f"SELECT c.id, {self.column('kind')} FROM chunks c JOIN notes n ON n.id=c.note_id"
+            " ORDER BY c.id"
+        )
+        return [cid for cid, kind in rows if kind in kinds]
 
     def chunks_by_note(self, chunk_ids: Iterable[int]) -> dict[int, list[int]]:
         """These chunks grouped by their note (chunks no longer there left out)."""

@@ -16,7 +16,7 @@ from typing import Any
 from vaultsearch.config import Config
 from vaultsearch.embedding import fingerprint, model_dimension, model_id
 from vaultsearch.errors import ModelLoadError
-from vaultsearch.parsers.sentences import SPLIT_VERSION
+from vaultsearch.parsers.sentences import SPLIT_VERSION, changed_kinds
 from vaultsearch.store.atomic import atomic_write_bytes, atomic_write_json, json_bytes
 from vaultsearch.store.layout import MANIFEST_NAME, STATE_NAME
 
@@ -132,6 +132,16 @@ def rebuild_scope(changes: list[str]) -> set[str]:
         else:
             scope.update({"notes", "vectors", "keywords", "graph"})
     return scope
+
+
+def resplit_kinds(old: dict[str, Any] | None, changes: list[str]) -> frozenset[str] | None:
+    """When the sentence split version is the only change, the note kinds whose units
+    it changed (``changed_kinds``): only their sentences are derived again, the rest of
+    the index is kept. None when anything else changed (or the old version is unknown)."""
+    if old is None or [c.split(":", 1)[0] for c in changes] != ["sentences.split"]:
+        return None
+    sentences = old.get("sentences")
+    return changed_kinds(sentences.get("split") if isinstance(sentences, dict) else None)
 
 
 def read_json(path: Path) -> dict[str, Any] | None:

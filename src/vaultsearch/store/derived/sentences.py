@@ -98,6 +98,13 @@ class SentencePart(VectorPart):
             self.defer = defer
         return before - len(self.awaiting)
 
+    def split_again(self, chunk_ids: Sequence[int]) -> None:
+        """These chunks' rows dropped and the chunks left pending: their text is split
+        into other units now, which stage 2 embeds (the caches serve any it has seen)."""
+        if self.settings.sentences and len(chunk_ids):
+            self._remove(chunk_ids)
+            self.awaiting.update(int(c) for c in chunk_ids)
+
     def level_with(self, catalog: Catalog) -> bool:
         self.awaiting &= set(catalog.chunk_ids())
         return super().level_with(catalog)
