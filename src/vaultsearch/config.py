@@ -141,6 +141,12 @@ class SearchConfig:
     idf, the top note's title words left out) instead of the linked note's cosine."""
     hop_below: bool = False
     """A hop gift never lifts a note past the note that gives it."""
+    hop_local: bool = False
+    """With ``hop_anchor``, only a link inside a chunk that scored the top note counts: a
+    link elsewhere in the note is another topic of it, not the passage the query found."""
+    hop_residual: bool = False
+    """With ``hop_anchor``, a link's sentence counts only the query words the top note's
+    name and scoring chunks do not already hold outside that sentence."""
     recency: bool = True
     recency_tiers: list[list[float]] = field(default_factory=lambda: [[7, 1.2], [30, 1.1]])
     reranker: str = ""
