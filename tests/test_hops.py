@@ -215,3 +215,19 @@ def test_a_link_inside_the_matched_section_keeps_its_hop_gift(sections: Vault) -
         fade = hits["energy/Capacity fade.md"].explain
         assert fade and fade.graph_from == "energy/Batteries.md"
         assert list(hits).index("energy/Capacity fade.md") == 1
+
+
+def test_the_shipped_ranking_carries_the_linked_answer_in(vault: Vault, sections: Vault) -> None:
+    # the default settings, no override: the answer behind Falcon's link comes in under
+    # Falcon (with the gift off it is not in the top 3), and the related-list link of a
+    # question answered deep in Batteries takes no hop gift
+    hits = vault.search(TRAVEL, mode="hybrid", top_k=10, explain=True)
+    paths = [h.path for h in hits]
+    assert paths[0] == "projects/Falcon.md" and ANSWER in paths[:3], paths
+    answer = hits[paths.index(ANSWER)].explain
+    assert answer and answer.graph_from == "projects/Falcon.md"
+    assert all(h.explain and h.explain.total == pytest.approx(h.score, abs=1e-12) for h in hits)
+    deep = {h.path: h for h in sections.search(DEEP, mode="hybrid", top_k=10, explain=True)}
+    anywhere = local_search(sections, DEEP, local=False)["energy/Cell chemistry.md"].explain
+    shipped = deep["energy/Cell chemistry.md"].explain
+    assert anywhere and shipped and shipped.graph_added < anywhere.graph_added / 3
