@@ -4,12 +4,16 @@ the query, ``search/hops.py``) under 5-fold CV, both judged vaults pooled.
 Each fold chooses weight / top / margin on the other four folds (the mean over the two
 vaults of their mean nDCG@10, every kind) among a grid that includes "off", and is
 scored on its held-out fold; the table gives, per vault, fold and kind, the held-out
-nDCG@10 with the shipped ranking (hop off) and with the fold's choice.
+nDCG@10 with the hop gift off (``hop_weight`` 0, the ranking before it shipped) and
+with the fold's choice.
 
 ``--anchor`` scores the other closeness, a link's sentence in the top note
-(``search.hop_anchor``), and ``--below`` adds ``search.hop_below``.
+(``search.hop_anchor``), and ``--below`` adds ``search.hop_below``; ``--local`` and
+``--residual`` add ``search.hop_local`` and ``search.hop_residual`` (``--either``: the
+folds choose with or without ``--residual`` too).
 
-Run: ``nice -n 5 .venv/bin/python bench/hop_cv.py [--anchor [--below]] [vault ...]``;
+Run: ``nice -n 5 .venv/bin/python bench/hop_cv.py [--anchor [--below] [--local]
+[--residual | --either]] [vault ...]``;
 prints Markdown.
 """
 
@@ -42,11 +46,12 @@ its closeness is a share of the query's idf, so its margins are lower."""
 
 
 def with_hop(
-    trial: Trial, weight: float, top: int, margin: float, anchor: bool = False, below: bool = False
-) -> Trial:
+    trial: Trial, weight: float, top: int, margin: float, anchor: bool = False, below: bool = False,
+    local: bool = False, residual: bool = False,
+) -> Trial:  # fmt: skip
     s = replace(
         trial.settings, hop_weight=weight, hop_top=top, hop_margin=margin, hop_anchor=anchor,
-        hop_below=below,
+        hop_below=below, hop_local=local, hop_residual=residual,
     )  # fmt: skip
     return replace(trial, settings=s)
 
@@ -56,13 +61,21 @@ def main() -> None:
     parser.add_argument("vaults", nargs="*", default=None)
     parser.add_argument("--anchor", action="store_true", help="the link-sentence closeness")
     parser.add_argument("--below", action="store_true", help="anchor gifts stay under the giver")
+    parser.add_argument("--local", action="store_true", help="only links in a scoring chunk")
+    parser.add_argument(
+        "--residual", action="store_true", help="only query words the top note lacks count"
+    )
+    parser.add_argument(
+        "--either", action="store_true", help="the grid holds both --residual and not"
+    )
     args = parser.parse_args()
     names = args.vaults or [v for v in VAULTS if (SHARED / "vaults" / v).is_dir()]
     base = trial_of(load_config(None).search)
     base = with_hop(base, 0.0, base.settings.hop_top, base.settings.hop_margin)
     if args.anchor:
         grid = [base] + [
-            with_hop(base, w, t, m, True, args.below)
+            with_hop(base, w, t, m, True, args.below, args.local, r)
+            for r in ((False, True) if args.either else (args.residual,))
             for w in ANCHOR_WEIGHTS
             for t in TOPS
             for m in ANCHOR_MARGINS

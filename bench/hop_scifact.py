@@ -16,12 +16,13 @@ from vaultsearch.config import Config
 
 vault, ds, config = scifact_train(Config())
 print("links in graph:", len(vault.orchestrator.snapshot().reader("graph")), flush=True)
-base = trial_of(config.search)
+base = with_hop(trial_of(config.search), 0.0, 3, 0.0)  # off, whatever ships
 for t in [
     base,
     with_hop(base, 0.3, 3, 0.7),
     with_hop(base, 0.5, 3, 0.7),
     with_hop(base, 2.0, 1, 0.0),
+    with_hop(base, 3.0, 3, 0.0, anchor=True, below=True, local=True),
 ]:
     run = ds.run(t)
     s = score_run(run, ds.qrels, ds.ids)

@@ -10,7 +10,8 @@ Both query sets run: ``mixed_code_queries.jsonl`` (written for this setting) and
 ``code_queries.jsonl`` (written for ``code_search.py``). The per-user embedding cache is
 used, so a re-run embeds nothing.
 
-Run: ``nice -n 5 .venv/bin/python bench/mixed_code.py`` (needs no shared data); prints
+Run: ``nice -n 5 .venv/bin/python bench/mixed_code.py [--search KEY=JSON ...]`` (needs
+no shared data; ``--search`` ranks with a setting changed, e.g. ``hop_weight=0``); prints
 Markdown, writes nothing. The 40 queries of both sets are also split into the five folds
 of ``judged_set.fold_of`` (by query text), so a ranking change can be compared fold by
 fold, run once on each commit.
@@ -79,11 +80,19 @@ def ranks(vault: Vault, queries: list[dict[str, str]], mode: str) -> list[tuple[
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--modes", default="hybrid,keyword,semantic")
+    parser.add_argument(
+        "--search", action="append", default=[], metavar="KEY=JSON",
+        help="a [search] setting other than the shipped one, e.g. hop_weight=0",
+    )  # fmt: skip
     args = parser.parse_args()
     modes = args.modes.split(",")
+    changes = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.search)}
     with tempfile.TemporaryDirectory(prefix="vaultsearch-mixed-") as tmp:
         vault = build(Path(tmp))
         try:
+            if changes:
+                vault.orchestrator.config = vault.config.with_search(**changes)
+                print(f"Search settings changed: {changes}\n")
             status = vault.status()
             got = {
                 (name, mode): ranks(vault, load(path), mode)

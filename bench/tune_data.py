@@ -71,6 +71,8 @@ class Trial:
             tail += f" hop={s.hop_weight:g}/{s.hop_top}/{s.hop_margin:g}"
             tail += " anchor" if s.hop_anchor else ""
             tail += " below" if s.hop_below else ""
+            tail += " local" if s.hop_local else ""
+            tail += " residual" if s.hop_residual else ""
         tail += f" cand={self.candidates}"
         if self.variant:
             tail += " " + ":".join(
@@ -238,7 +240,15 @@ class Dataset:
         s = trial.settings
         links = bool(len(self.orchestrator.snapshot().reader("graph")))
         hop = (
-            (s.hop_weight, s.hop_top, s.hop_margin, s.hop_anchor, s.hop_below)
+            (
+                s.hop_weight,
+                s.hop_top,
+                s.hop_margin,
+                s.hop_anchor,
+                s.hop_below,
+                s.hop_local,
+                s.hop_residual,
+            )
             if s.hop_weight
             else ()
         )

@@ -62,7 +62,9 @@ def vault(tmp_path_factory: pytest.TempPathFactory, embedder: object) -> Vault:
 
 
 def search(vault: Vault, weight: float, mode: str = "hybrid") -> list[Hit]:
-    config = vault.config.with_search(hop_weight=weight, hop_top=1, hop_margin=0.0)
+    config = vault.config.with_search(
+        hop_weight=weight, hop_top=1, hop_margin=0.0, hop_anchor=False, hop_below=False
+    )
     return Vault(vault.root, vault.index_dir, config).search(
         QUESTION, mode=mode, top_k=10, explain=True
     )
@@ -104,8 +106,9 @@ TRAVEL = "how do Project Falcon's messages travel"
 
 def anchored(vault: Vault, weight: float, below: bool = False, mode: str = "hybrid") -> list[Hit]:
     config = vault.config.with_search(
-        hop_weight=weight, hop_top=3, hop_margin=0.0, hop_anchor=True, hop_below=below
-    )
+        hop_weight=weight, hop_top=3, hop_margin=0.0, hop_anchor=True, hop_below=below,
+        hop_local=False,
+    )  # fmt: skip
     return Vault(vault.root, vault.index_dir, config).search(
         TRAVEL, mode=mode, top_k=10, explain=True
     )
@@ -133,3 +136,98 @@ def test_link_sentence_is_the_sentence_holding_the_link() -> None:
     line = "Seeds ingest outside content. They differ from [[pods|x.pod]] in that way! Done."
     assert link_sentence(line, ("pods", "x.pod")) == "They differ from [[pods|x.pod]] in that way!"
     assert link_sentence("no link named here", ("other",)) == "no link named here"
+
+
+LOCAL_FILES = {
+    "energy/Batteries.md": """
+        # Batteries
+        ## Related
+        - [[Cell chemistry]] of lithium cells
+        ## Charging
+        On the first charge of a lithium cell the electrolyte reacts at the anode: the
+        formation of the solid electrolyte interface, a film that keeps electrons out while
+        the ions still pass. How fast it grows is measured in [[Capacity fade]].
+        """,
+    "energy/Cell chemistry.md": """
+        # Cell chemistry
+        Cathodes are metal oxides; anodes are graphite held in a copper foil.
+        """,
+    "energy/Capacity fade.md": """
+        # Capacity fade
+        A cell loses a little of what it holds with every cycle.
+        """,
+    "energy/Solar panels.md": """
+        # Solar panels
+        Panels turn light into current; an inverter feeds it to the house.
+        """,
+    "energy/Wind.md": """
+        # Wind
+        A turbine's output grows with the cube of the wind speed.
+        """,
+}
+DEEP = "formation of the solid electrolyte interface when a lithium cell is first charged"
+GROWTH = "how fast the solid electrolyte interface of a lithium cell grows, measured"
+
+
+@pytest.fixture(scope="module")
+def sections(tmp_path_factory: pytest.TempPathFactory, embedder: object) -> Vault:
+    root = write_files(tmp_path_factory.mktemp("hop-local") / "vault", LOCAL_FILES)
+    v = Vault.open(root)
+    v.index()
+    return v
+
+
+def local_search(vault: Vault, query: str, local: bool) -> dict[str, Hit]:
+    config = vault.config.with_search(
+        hop_weight=3.0, hop_top=3, hop_margin=0.0, hop_anchor=True, hop_below=True,
+        hop_local=local,
+    )  # fmt: skip
+    hits = Vault(vault.root, vault.index_dir, config).search(
+        query, mode="hybrid", top_k=10, explain=True
+    )
+    for h in hits:
+        assert h.explain is not None
+        assert h.explain.total == pytest.approx(h.score, abs=1e-12)
+    return {h.path: h for h in hits}
+
+
+def test_a_link_outside_the_matched_section_takes_no_hop_gift(sections: Vault) -> None:
+    # the question is answered in Batteries' "Charging" section; its "Related" list links
+    # Cell chemistry in a line that shares "lithium cell" with the question
+    anywhere = local_search(sections, DEEP, local=False)
+    assert next(iter(anywhere)) == "energy/Batteries.md"
+    chemistry = anywhere["energy/Cell chemistry.md"].explain
+    assert chemistry and chemistry.graph_from == "energy/Batteries.md"
+    local = local_search(sections, DEEP, local=True)
+    assert next(iter(local)) == "energy/Batteries.md"
+    kept = local["energy/Cell chemistry.md"].explain
+    assert kept and kept.graph_added < chemistry.graph_added / 3
+    assert list(local).index("energy/Cell chemistry.md") >= list(anywhere).index(
+        "energy/Cell chemistry.md"
+    )
+
+
+def test_a_link_inside_the_matched_section_keeps_its_hop_gift(sections: Vault) -> None:
+    # "How fast it grows is measured in [[Capacity fade]]" stands in the matched section
+    for local in (False, True):
+        hits = local_search(sections, GROWTH, local)
+        assert next(iter(hits)) == "energy/Batteries.md"
+        fade = hits["energy/Capacity fade.md"].explain
+        assert fade and fade.graph_from == "energy/Batteries.md"
+        assert list(hits).index("energy/Capacity fade.md") == 1
+
+
+def test_the_shipped_ranking_carries_the_linked_answer_in(vault: Vault, sections: Vault) -> None:
+    # the default settings, no override: the answer behind Falcon's link comes in under
+    # Falcon (with the gift off it is not in the top 3), and the related-list link of a
+    # question answered deep in Batteries takes no hop gift
+    hits = vault.search(TRAVEL, mode="hybrid", top_k=10, explain=True)
+    paths = [h.path for h in hits]
+    assert paths[0] == "projects/Falcon.md" and ANSWER in paths[:3], paths
+    answer = hits[paths.index(ANSWER)].explain
+    assert answer and answer.graph_from == "projects/Falcon.md"
+    assert all(h.explain and h.explain.total == pytest.approx(h.score, abs=1e-12) for h in hits)
+    deep = {h.path: h for h in sections.search(DEEP, mode="hybrid", top_k=10, explain=True)}
+    anywhere = local_search(sections, DEEP, local=False)["energy/Cell chemistry.md"].explain
+    shipped = deep["energy/Cell chemistry.md"].explain
+    assert anywhere and shipped and shipped.graph_added < anywhere.graph_added / 3

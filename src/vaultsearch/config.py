@@ -131,16 +131,25 @@ class SearchConfig:
     graph_boost: bool = True
     graph_share: float = 0.1
     graph_top: int = 10
-    hop_weight: float = 0.0
-    """A top note's neighbour takes this x the note's score x its own closeness to the
-    query (best chunk cosine over the best retrieved one); 0 = off."""
+    hop_weight: float = 3.0
+    """A top note's linked note takes this x the note's score x the link's closeness to
+    the query; 0 = off. 3, with ``hop_anchor``, ``hop_below`` and ``hop_local``: what the
+    folds chose in ``bench/hop_cv.py --anchor --below --local`` (5-fold CV on the judged
+    vault queries)."""
     hop_top: int = 3
     hop_margin: float = 0.0
-    hop_anchor: bool = False
+    hop_anchor: bool = True
     """Judge a top note's link by the sentence it stands in (its share of the query's
-    idf, the top note's title words left out) instead of the linked note's cosine."""
-    hop_below: bool = False
+    idf, the top note's title words left out) instead of the linked note's own cosine
+    (best chunk cosine over the best retrieved one)."""
+    hop_below: bool = True
     """A hop gift never lifts a note past the note that gives it."""
+    hop_local: bool = True
+    """With ``hop_anchor``, only a link inside a chunk that scored the top note counts: a
+    link elsewhere in the note is another topic of it, not the passage the query found."""
+    hop_residual: bool = False
+    """With ``hop_anchor``, a link's sentence counts only the query words the top note's
+    name and scoring chunks do not already hold outside that sentence."""
     recency: bool = True
     recency_tiers: list[list[float]] = field(default_factory=lambda: [[7, 1.2], [30, 1.1]])
     reranker: str = ""

@@ -68,10 +68,11 @@ BELOW = 1e-9
 def anchor_gifts(
     ranked: Sequence[Candidate],
     view: FusionView,
-    anchors: Callable[[int], Iterable[tuple[str, str]]],
+    anchors: Callable[[int], Iterable[tuple[str, str, int]]],
     stem: Callable[[str], str],
     weights: Mapping[str, float],
     settings: FusionSettings,
+    matched: Callable[[Candidate], Sequence[tuple[int, int, str]]] = lambda _: (),
 ) -> dict[int, tuple[float, str]]:
     """Note -> (gift, path of the top note it came from), each link of the ``hop_top``
     best notes judged by the sentence it stands in.
@@ -81,7 +82,14 @@ def anchor_gifts(
     around the link can: "PGP doesn't have [[Forward Secrecy]]". Its closeness is the
     idf-weighted share of the query's words it holds, leaving out the words of the top
     note's title, which the first hop has answered already. ``anchors(note)``: (target
-    path, sentence) per outgoing link; ``weights``: query stem -> idf."""
+    path, sentence, line) per outgoing link; ``weights``: query stem -> idf;
+    ``matched(candidate)``: (first line, last line, text) of the chunks that scored it.
+
+    ``hop_local``: only a link inside a chunk that scored the top note counts; a link
+    elsewhere in the note (a list of related notes at its head) is another topic of the
+    note, not the passage the query found. ``hop_residual``: the words left out are also
+    the note's file name's and those its scoring chunks hold outside the link's sentence,
+    so a sentence counts only for what the first hop does not answer by itself."""
     if settings.hop_weight <= 0 or not weights:
         return {}
     out: dict[int, tuple[float, str]] = {}
@@ -89,16 +97,29 @@ def anchor_gifts(
     for src in ranked[: settings.hop_top]:
         meta = view.notes[src.note_id]
         answered = {stem(w) for w in words(meta.title.lower())}
+        if settings.hop_residual:
+            name = meta.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+            answered |= {stem(w) for w in words(name.lower())}
+        spans = matched(src) if settings.hop_local or settings.hop_residual else ()
         rest = {s: w for s, w in weights.items() if s not in answered}
-        total = sum(rest.values())
-        if total <= 0:
+        if sum(rest.values()) <= 0:
             continue
-        for target, sentence in anchors(src.note_id):
+        for target, sentence, line in anchors(src.note_id):
             nid = view.note_by_path.get(target)
             if nid is None or nid == src.note_id:
                 continue
+            if settings.hop_local and not any(a <= line <= b for a, b, _ in spans):
+                continue
+            left = rest
+            if settings.hop_residual:
+                held = {
+                    stem(w)
+                    for _, _, text in spans
+                    for w in words(text.replace(sentence, " ").lower())
+                }
+                left = {s: w for s, w in rest.items() if s not in held}
             found = {stem(w) for w in words(sentence.lower())}
-            closeness = sum(w for s, w in rest.items() if s in found) / total
+            closeness = sum(w for s, w in left.items() if s in found) / sum(rest.values())
             if closeness <= 0 or closeness < settings.hop_margin:
                 continue
             gift = settings.hop_weight * max(src.explain.fused, 0.0) * closeness

@@ -705,7 +705,7 @@ def _anchor_gifts(
         df, docs = snap.lexicon.doc_freq(stem)
         weights[stem] = idf(df, max(docs, 1))
 
-    def anchors(note_id: int) -> list[tuple[str, str]]:
+    def anchors(note_id: int) -> list[tuple[str, str, int]]:
         lines: dict[int, str] = {}
         for row in snap.chunk_rows(int(c) for c in snap.chunks_by_note.get(note_id, ())).values():
             for i, text in enumerate(row.text.split("\n")):
@@ -715,12 +715,17 @@ def _anchor_gifts(
             (
                 link.target_path,
                 link_sentence(lines.get(link.line, ""), (link.label or "", link.target)),
+                link.line,
             )
             for link in snap.catalog.links_of([note_id])
             if link.target_path
         ]
 
-    return anchor_gifts(ranked, snap, anchors, snap.stem, weights, settings)
+    def matched(c: Candidate) -> list[tuple[int, int, str]]:
+        rows = snap.chunk_rows({p.chunk_id for p in c.explain.branches})
+        return [(r.start_line, r.end_line, r.text) for r in rows.values()]
+
+    return anchor_gifts(ranked, snap, anchors, snap.stem, weights, settings, matched)
 
 
 def _shown_chunks(

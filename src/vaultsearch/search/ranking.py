@@ -78,6 +78,11 @@ class FusionSettings:
     instead of the linked note's own cosine."""
     hop_below: bool = False
     """An anchor gift never lifts a note past the note that gives it."""
+    hop_local: bool = False
+    """An anchor gift only for a link inside a chunk that scored the top note."""
+    hop_residual: bool = False
+    """An anchor sentence counts only the query words the top note's name and scoring
+    chunks do not hold outside it."""
 
     @classmethod
     def from_config(cls, s: SearchConfig, mode: str) -> FusionSettings:
@@ -104,6 +109,8 @@ class FusionSettings:
             hop_margin=s.hop_margin,
             hop_anchor=s.hop_anchor,
             hop_below=s.hop_below,
+            hop_local=s.hop_local,
+            hop_residual=s.hop_residual,
         )
 
 
