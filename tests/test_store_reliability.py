@@ -852,10 +852,11 @@ def _linked_notes(edited: Iterable[int] = ()) -> dict[str, str | bytes]:
     return {f"f{i % 4}/Note {i:03d}.md": _linked(i, int(i in edited)) for i in range(40)}
 
 
-def _catalog_without_its_wal(tmp_path: Path) -> tuple[Path, Path, Path]:
+def _catalog_without_its_wal(tmp_path: Path, torn: bool = True) -> tuple[Path, Path, Path]:
     """Edits published while a reader holds an older snapshot, so each checkpoint folds
     in only part of the WAL (none of them may rebuild: the file's header then counts
-    pages the WAL holds); then the WAL is lost, and the file left is not whole."""
+    pages the WAL holds); then a checkpoint torn midway and the WAL lost, so the file
+    left is not whole."""
     root = write_files(tmp_path / "vault", _linked_notes())
     index_dir = tmp_path / "index"
     argv = [sys.executable, "-m", "vaultsearch.cli", "index", str(root)]
@@ -881,8 +882,46 @@ def _catalog_without_its_wal(tmp_path: Path) -> tuple[Path, Path, Path]:
         assert done.returncode == 0
         assert not json.loads(done.stdout)["rebuild_reasons"] or not edit, done.stdout
     catalog = IndexLayout(index_dir).live.catalog
+    if torn:
+        _torn_checkpoint(catalog)
     catalog.with_name(catalog.name + "-wal").unlink()
     return root, index_dir, catalog
+
+
+def _integrity(catalog: Path) -> list[tuple[str]]:
+    db = sqlite3.connect(f"{catalog.as_uri()}?immutable=1", uri=True)
+    try:
+        return db.execute("PRAGMA integrity_check").fetchall()
+    except sqlite3.DatabaseError as exc:
+        return [(str(exc),)]
+    finally:
+        db.close()
+
+
+def _torn_checkpoint(catalog: Path) -> None:
+    """The WAL's frames copied into the file up to a point inside a transaction, as a
+    checkpoint killed midway leaves it: the first cut (from the middle on) whose file
+    is not whole. A whole-but-older file is the other way a lost WAL ends; the edits
+    above leave one (their runs commit once each, and the reader's snapshot holds every
+    one of them in the WAL), which an update handles as any older catalog."""
+    wal = catalog.with_name(catalog.name + "-wal").read_bytes()
+    size, salts = int.from_bytes(wal[8:12], "big"), wal[16:24]
+    frames = []
+    at = 32
+    while at + 24 + size <= len(wal) and wal[at + 8 : at + 16] == salts:
+        frames.append((int.from_bytes(wal[at : at + 4], "big"), wal[at + 24 : at + 24 + size]))
+        at += 24 + size
+    pristine = catalog.read_bytes()
+    for cut in range(len(frames) // 2, len(frames)):
+        data = bytearray(pristine)
+        for page, body in frames[:cut]:
+            end = page * size
+            data.extend(bytes(max(0, end - len(data))))
+            data[end - size : end] = body
+        catalog.write_bytes(bytes(data))
+        if _integrity(catalog) != [("ok",)]:
+            return
+    catalog.write_bytes(pristine)
 
 
 def test_a_lost_wal_that_leaves_indexes_unlike_their_tables_is_repaired(
@@ -892,14 +931,7 @@ def test_a_lost_wal_that_leaves_indexes_unlike_their_tables_is_repaired(
     through a damaged index: that read is itself the finding, and the repair rebuilds
     the catalog from the files instead of ending in a traceback."""
     root, index_dir, catalog = _catalog_without_its_wal(tmp_path)
-    db = sqlite3.connect(f"{catalog.as_uri()}?immutable=1", uri=True)
-    try:
-        found = db.execute("PRAGMA integrity_check").fetchall()
-    except sqlite3.DatabaseError as exc:
-        found = [(str(exc),)]
-    finally:
-        db.close()
-    assert found != [("ok",)], "the file left is whole: not the case meant"
+    assert _integrity(catalog) != [("ok",)], "the file left is whole: not the case meant"
     cached = embeddings()
     args = [str(root), "--index-dir", str(index_dir)]
     assert run("check", *args)[0] == 1
@@ -922,6 +954,22 @@ def test_a_lost_wal_found_by_an_edit_rebuilds_the_catalog(tmp_path: Path, embedd
     assert summary["chunks_embedded"] <= 2
     assert any(r.startswith("catalog: ") for r in summary["rebuild_reasons"]), summary
     assert run("check", str(root), "--index-dir", str(index_dir))[0] == 0
+
+
+def test_a_lost_wal_that_leaves_a_whole_older_catalog_is_caught_up(
+    tmp_path: Path, embedder: object
+) -> None:
+    """The file is whole but commits behind the published generation: ``check`` says so,
+    and the next run brings the catalog level with the files without a model call."""
+    root, index_dir, catalog = _catalog_without_its_wal(tmp_path, torn=False)
+    assert _integrity(catalog) == [("ok",)]
+    code, out = run("check", str(root), "--index-dir", str(index_dir))
+    assert code == 1 and "state: commit" in out, out
+    code, out = run("index", str(root), "--index-dir", str(index_dir), "--json")
+    assert code == 0 and json.loads(out)["chunks_embedded"] == 0, out
+    assert run("check", str(root), "--index-dir", str(index_dir))[0] == 0
+    with Vault.open(root, index_dir=index_dir) as vault:
+        assert vault.search("version 1", mode="keyword")
 
 
 def test_a_damaged_catalog_without_the_cache_salvages_its_readable_rows(
