@@ -45,6 +45,7 @@ from _report import ROOT, write_section
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
+from tests.conftest import files_a_run_leaves
 from tests.corpus import WORDS
 
 from vaultsearch import Vault
@@ -810,7 +811,7 @@ def full_disk_case(
     ``check`` says, and the same run again once ``make_room`` gave the space back."""
     before, lists = view(index_dir), lists_of(index_dir)
     want = digests(versions)
-    on_disk = written(index_dir)
+    on_disk = files_a_run_leaves(index_dir)
     cached = cache_rows()
     args = (
         "index",
@@ -824,7 +825,7 @@ def full_disk_case(
     outcome = kill_outcome(after, before, want)
     check = run_cli("check", "--json", str(root), "--index-dir", str(index_dir), env=env)
     search = search_river(root, index_dir, env)
-    left = written(index_dir) - on_disk - ({after.generation} if after else set())
+    left = files_a_run_leaves(index_dir) - on_disk - ({after.generation} if after else set())
     failed_cached = cache_rows() - cached
     make_room()
     cached = cache_rows()
@@ -851,16 +852,6 @@ def full_disk_case(
         "next_run_completed": final is not None and not final.mixed and final.notes == want,
         "check_after": index_problems(again, files=True),
     }  # fmt: skip
-
-
-def written(index_dir: Path) -> set[str]:
-    """Generations, catalogs and temp files on disk: what a failed run may leave."""
-    layout = IndexLayout(index_dir)
-    return (
-        {g.name for g in layout.all_generations()}
-        | {c.name for c in layout.catalog_files()}
-        | {str(t.relative_to(index_dir)) for t in index_dir.rglob(".*.tmp")}
-    )
 
 
 def index_problems(check: subprocess.CompletedProcess[str], files: bool = False) -> list[str]:

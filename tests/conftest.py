@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from vaultsearch import Vault
 from vaultsearch.config import EmbeddingConfig, section_types
 from vaultsearch.embedding import Embedder
 from vaultsearch.store.catalog import Catalog
@@ -98,3 +101,41 @@ def run_check(root: Path, index_dir: Path, *extra: str) -> subprocess.CompletedP
         str(index_dir),
     ]
     return subprocess.run([*argv, *extra], capture_output=True, text=True, timeout=HANG_GUARD)
+
+
+def indexed_vault(tmp_path: Path, files: dict[str, str | bytes]) -> tuple[Path, Path]:
+    """``files`` written as a vault under ``tmp_path`` and indexed: (vault, index folder)."""
+    root = write_files(tmp_path / "vault", files)
+    index_dir = tmp_path / "index"
+    with Vault.open(root, index_dir=index_dir) as vault:
+        vault.index()
+    return root, index_dir
+
+
+def kill_index_once_cloned(root: Path, index_dir: Path, *extra: str) -> None:
+    """``vaultsearch index`` in its own process, SIGKILLed as soon as its new generation
+    folder exists; the test is skipped when the run finished before the kill landed (a
+    very fast machine)."""
+    layout = IndexLayout(index_dir)
+    argv = [sys.executable, "-m", "vaultsearch.cli", "index", str(root), "--index-dir"]
+    proc = subprocess.Popen(
+        [*argv, str(index_dir), "--quiet", *extra],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    while len(layout.all_generations()) < 2 and proc.poll() is None:
+        time.sleep(0.005)  # polling for the folder, not a bound on anything
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    if proc.returncode == 0:
+        pytest.skip("the run finished before the kill landed (a very fast machine)")
+
+
+def files_a_run_leaves(index_dir: Path) -> set[str]:
+    """Generations, catalogs and temp files on disk: what a failed run could leave behind."""
+    layout = IndexLayout(index_dir)
+    return (
+        {g.name for g in layout.all_generations()}
+        | {c.name for c in layout.catalog_files()}
+        | {str(p.relative_to(index_dir)) for p in index_dir.rglob(".*.tmp")}
+    )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import embeddings, live_catalog, run_check, write_files
+from tests.conftest import embeddings, indexed_vault, live_catalog, run_check
 from vaultsearch import Vault
 from vaultsearch.cli.main import main
 from vaultsearch.store.derived.graph import GraphPart
@@ -26,11 +26,7 @@ NOTES = {
 
 @pytest.fixture
 def indexed(tmp_path: Path, embedder: object) -> tuple[Path, Path]:
-    root = write_files(tmp_path / "vault", dict(NOTES))
-    index_dir = tmp_path / "index"
-    with Vault.open(root, index_dir=index_dir) as vault:
-        vault.index()
-    return root, index_dir
+    return indexed_vault(tmp_path, dict(NOTES))
 
 
 def check(

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tantivy
 
-from tests.conftest import write_files
+from tests.conftest import indexed_vault, write_files
 from vaultsearch import Vault
 from vaultsearch.store import rowsums
 from vaultsearch.store.derived.graph import GraphPart
@@ -37,11 +37,7 @@ def _notes(version: int, count: int = 8) -> dict[str, str | bytes]:
 
 
 def _indexed(tmp_path: Path) -> tuple[Path, Path]:
-    root = write_files(tmp_path / "vault", _notes(0))
-    index_dir = tmp_path / "index"
-    with Vault.open(root, index_dir=index_dir) as vault:
-        vault.index()
-    return root, index_dir
+    return indexed_vault(tmp_path, _notes(0))
 
 
 def _results(root: Path, index_dir: Path) -> dict[str, list[tuple[str, float]]]:

@@ -9,10 +9,6 @@ manifest value: the code that built such indexes, not a stand-in for the code un
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import HANG_GUARD, write_files
+from tests.conftest import HANG_GUARD, kill_index_once_cloned, write_files
 from tests.test_codeprose import PYTHON
 from tests.test_store_reliability import _shared_files, run
 from tests.test_watcher import wait_until
@@ -151,16 +147,7 @@ def test_a_kill_mid_way_leaves_the_previous_generation_served(
     build_with_split_one(root, index_dir)
     layout = IndexLayout(index_dir)
     before = layout.live.name
-    argv = [sys.executable, "-m", "vaultsearch.cli", "index", str(root), "--index-dir"]
-    proc = subprocess.Popen(
-        [*argv, str(index_dir), "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    while len(layout.all_generations()) < 2 and proc.poll() is None:
-        time.sleep(0.005)  # polling for the folder, not a bound on anything
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    if proc.returncode == 0:
-        pytest.skip("the run finished before the kill landed (a very fast machine)")
+    kill_index_once_cloned(root, index_dir)
     live = layout.live
     if live.name == before:
         assert recorded_split(index_dir) == 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from tests.conftest import write_files
+from tests.conftest import indexed_vault, write_files
 from vaultsearch import Vault
 from vaultsearch.indexing.manager import IndexManager
 from vaultsearch.store.generations import hold_published, newest_intact, sweep
@@ -26,11 +26,7 @@ def _notes(version: int) -> dict[str, str | bytes]:
 
 
 def _indexed(tmp_path: Path) -> tuple[Path, Path]:
-    root = write_files(tmp_path / "vault", _notes(0))
-    index_dir = tmp_path / "index"
-    with Vault.open(root, index_dir=index_dir) as vault:
-        vault.index()
-    return root, index_dir
+    return indexed_vault(tmp_path, _notes(0))
 
 
 def test_an_update_shares_the_catalog_instead_of_copying_it(

@@ -11,20 +11,24 @@ import json
 import os
 import random
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.conftest import HANG_GUARD, embeddings, write_files
+from tests.conftest import (
+    HANG_GUARD,
+    embeddings,
+    files_a_run_leaves,
+    kill_index_once_cloned,
+    write_files,
+)
 from tests.corpus import WORDS
 from vaultsearch import Vault
 from vaultsearch.cli.main import main
@@ -94,19 +98,7 @@ def test_a_kill_mid_run_leaves_the_previous_generation_served(
     root, index_dir = indexed
     before = published(index_dir)
     write_files(root, notes(version=1, edited=10))
-    layout = IndexLayout(index_dir)
-    argv = [sys.executable, "-m", "vaultsearch.cli", "index", str(root), "--index-dir"]
-    proc = subprocess.Popen(
-        [*argv, str(index_dir), "--quiet", *(["--full"] if full else [])],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    while len(layout.all_generations()) < 2 and proc.poll() is None:
-        time.sleep(0.005)  # polling for the folder, not a bound on anything
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    if proc.returncode == 0:
-        pytest.skip("the run finished before the kill landed (a very fast machine)")
+    kill_index_once_cloned(root, index_dir, *(["--full"] if full else []))
     after = published(index_dir)
     if after != before:  # killed after publishing, before exiting: the new one, whole
         assert after[1] == {**before[1], **after[1]} and len(after[1]) == 40
@@ -118,7 +110,9 @@ def test_a_kill_mid_run_leaves_the_previous_generation_served(
         assert summary.updated == 10 and summary.chunks_embedded <= 10
         assert vault.manager().verify().ok
     assert published(index_dir)[0] != before[0]
-    assert len(layout.all_generations()) == 1, "the half-built and the old one are gone"
+    assert len(IndexLayout(index_dir).all_generations()) == 1, (
+        "the half-built and the old one are gone"
+    )
 
 
 def test_searching_during_full_rebuilds_never_sees_a_partial_index(
@@ -574,16 +568,6 @@ def _fill(folder: Path, free: int) -> Path:
     return filler
 
 
-def _on_disk(index_dir: Path) -> set[str]:
-    """Generations, catalogs and temp files: what a failed run could leave behind."""
-    layout = IndexLayout(index_dir)
-    return (
-        {g.name for g in layout.all_generations()}
-        | {c.name for c in layout.catalog_files()}
-        | {str(p.relative_to(index_dir)) for p in index_dir.rglob(".*.tmp")}
-    )
-
-
 def _cli(*args: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -611,13 +595,13 @@ def test_a_full_disk_fails_a_run_in_one_sentence_and_keeps_the_index_served(
         free = {"edit-no-room": 0, "edit-little-room": 48 << 10}.get(
             run_kind, IndexLayout(index_dir).size_on_disk() // 2
         )
-        before, files, cached = published(index_dir), _on_disk(index_dir), embeddings()
+        before, files, cached = published(index_dir), files_a_run_leaves(index_dir), embeddings()
         filler = _fill(disk, free)
         code, _, err = _cli("index", *args, "--quiet", *(["--full"] if full else []))
         assert code == 2 and err.startswith("error: The disk is full"), err
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
         assert published(index_dir) == before
-        assert _on_disk(index_dir) == files
+        assert files_a_run_leaves(index_dir) == files
         code, out, _ = _cli("check", "--json", *args)
         problems = json.loads(out)["problems"]
         assert problems and all(p.startswith("files:") for p in problems), problems
