@@ -101,9 +101,18 @@ def candidates(index: Any, query: np.ndarray, k: int, mask: np.ndarray | None) -
     want = OVERSAMPLE * k
     params = faiss.SearchParametersHNSW()  # type: ignore[attr-defined]
     params.efSearch = max(SEARCH_DEPTH, want)
-    if mask is not None:
-        bitmap = np.packbits(mask, bitorder="little")
-        params.sel = faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bitmap))
+    _kept = restrict(params, mask)
     _, labels = index.search(query.reshape(1, -1), want, params=params)
     found = labels[0]
     return np.sort(found[found >= 0])
+
+
+def restrict(params: Any, mask: np.ndarray | None) -> np.ndarray | None:
+    """``params`` limited to the positions ``mask`` selects (all when None), as a bitmap
+    selector. Returns the bitmap, which the caller keeps until the search returns: FAISS
+    reads it through a raw pointer and would read freed memory once it is collected."""
+    if mask is None:
+        return None
+    bitmap = np.packbits(mask, bitorder="little")
+    params.sel = faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bitmap))
+    return bitmap

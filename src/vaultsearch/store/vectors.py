@@ -242,11 +242,11 @@ def _half_top(
     k = min(k, selected)
     if k <= 0:
         return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.int64)
+    from vaultsearch.store import ann
+
     index = _half_index(seg)
     params = faiss.SearchParameters()
-    if mask is not None:
-        bitmap = np.packbits(mask, bitorder="little")
-        params.sel = faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bitmap))
+    _kept = ann.restrict(params, mask)
     want = 2 * k
     while True:
         want = min(want, selected)
