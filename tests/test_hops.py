@@ -4,6 +4,8 @@ the same note does not."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.conftest import write_files
@@ -53,12 +55,15 @@ QUESTION = "which cipher protects Project Falcon's messages"
 ANSWER = "tech/Transport Layer.md"
 
 
+def _indexed(folder: Path, files: dict[str, str | bytes]) -> Vault:
+    vault = Vault.open(write_files(folder / "vault", files))
+    vault.index()
+    return vault
+
+
 @pytest.fixture(scope="module")
 def vault(tmp_path_factory: pytest.TempPathFactory, embedder: object) -> Vault:
-    root = write_files(tmp_path_factory.mktemp("hops") / "vault", FILES)
-    v = Vault.open(root)
-    v.index()
-    return v
+    return _indexed(tmp_path_factory.mktemp("hops"), FILES)
 
 
 def search(vault: Vault, weight: float, mode: str = "hybrid") -> list[Hit]:
@@ -171,10 +176,7 @@ GROWTH = "how fast the solid electrolyte interface of a lithium cell grows, meas
 
 @pytest.fixture(scope="module")
 def sections(tmp_path_factory: pytest.TempPathFactory, embedder: object) -> Vault:
-    root = write_files(tmp_path_factory.mktemp("hop-local") / "vault", LOCAL_FILES)
-    v = Vault.open(root)
-    v.index()
-    return v
+    return _indexed(tmp_path_factory.mktemp("hop-local"), LOCAL_FILES)
 
 
 def local_search(vault: Vault, query: str, local: bool) -> dict[str, Hit]:
