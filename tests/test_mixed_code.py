@@ -73,8 +73,8 @@ def test_a_link_gift_lifts_no_note_over_a_better_one_of_another_source(vault: Va
         for i, above in enumerate(hits):
             e = above.explain
             assert e is not None and abs(e.total - above.score) < 1e-9
-            if e.graph_added <= 0 or not e.branches:
-                continue
+            if e.graph_added <= 0 or not e.branches or above.kind == "code":
+                continue  # code holds no links: its gift is a docs page's reference
             own = (e.fused + e.name_added) * e.recency_multiplier
             for below in hits[i + 1 :]:
                 b = below.explain
@@ -96,3 +96,20 @@ def test_bound_gifts_cut_only_across_sources() -> None:
     assert bound_gifts(graph, bases, mults, {1: "", 2: "", 3: ""}) == graph
     # recency counts: note 2 is older, so note 1 already ranks above it without gifts
     assert bound_gifts(graph, bases, {1: 1.2, 2: 1.0, 3: 1.0}, {1: "", 2: "c", 3: ""}) == graph
+
+
+def test_a_docs_passage_naming_a_definition_lifts_its_file(vault: Vault) -> None:
+    # MCP.md's `links` tool lists `orphans` among its kinds; linkmap.py defines it (and
+    # no other file does): the page's reference lifts the file into the top three
+    expected = "vaultsearch.app.linkmap.orphans"
+
+    def top3() -> list[str]:
+        return [h.qualified_name for h in vault.search(queries()[expected], top_k=3)]
+
+    assert expected in top3()
+    shipped = vault.orchestrator.config
+    vault.orchestrator.config = shipped.with_search(code_ref_weight=0.0)
+    try:
+        assert expected not in top3()
+    finally:
+        vault.orchestrator.config = shipped

@@ -150,6 +150,12 @@ class SearchConfig:
     hop_residual: bool = False
     """With ``hop_anchor``, a link's sentence counts only the query words the top note's
     name and scoring chunks do not already hold outside that sentence."""
+    code_ref_weight: float = 0.2
+    """A note of another kind among the ``code_ref_top`` best gives this x its fused score
+    to the code file whose definition its matched passage names in backticks (a name
+    one ranked file defines); 0 = off. 0.2 and 5: what 4 of 5 folds chose in
+    ``bench/code_ref_cv.py`` (5-fold CV on the 40 code queries of ``bench/mixed_code.py``)."""
+    code_ref_top: int = 5
     recency: bool = True
     recency_tiers: list[list[float]] = field(default_factory=lambda: [[7, 1.2], [30, 1.1]])
     reranker: str = ""
@@ -385,10 +391,18 @@ def _validate(cfg: Config) -> None:
         "chunk_share",
         "hop_weight",
         "hop_margin",
+        "code_ref_weight",
     ):
         v = getattr(s, name)
         _require(v >= 0, f"search.{name}", v, "must be zero or positive")
-    for name in ("candidates", "max_chunks_per_note", "graph_top", "hop_top", "rerank_top"):
+    for name in (
+        "candidates",
+        "max_chunks_per_note",
+        "graph_top",
+        "hop_top",
+        "code_ref_top",
+        "rerank_top",
+    ):
         v = getattr(s, name)
         _require(v >= 1, f"search.{name}", v, "must be at least 1")
     for tier in s.recency_tiers:

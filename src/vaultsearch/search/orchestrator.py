@@ -37,6 +37,7 @@ from vaultsearch.search.ranking import Candidate, FusionSettings, complete, exte
 from vaultsearch.search.request import KINDS, MAX_TOP_K, MODES
 from vaultsearch.search.snapshot import Snapshot
 from vaultsearch.search.snippets import make_snippet
+from vaultsearch.search.symbolrefs import defined_names, reference_gifts
 from vaultsearch.search.typos import (
     PROBED,
     Fix,
@@ -439,7 +440,10 @@ class QueryOrchestrator:
         neighbours = _neighbours(snap)
         now = time.time()
 
-        def fused(hops: dict[int, tuple[float, str]] | None = None) -> list[Candidate]:
+        def fused(
+            hops: dict[int, tuple[float, str]] | None = None,
+            refs: dict[int, tuple[float, str]] | None = None,
+        ) -> list[Candidate]:
             return fuse(
                 branches,
                 snap,
@@ -451,18 +455,18 @@ class QueryOrchestrator:
                 expansions=tuple(str(e) for e in retrieved.expansions),
                 name=retrieved.text,
                 hops=hops,
+                refs=refs,
             )
 
         ranked = fused()
-        if settings.hop_weight <= 0 or neighbours is None:
-            return ranked
-        if settings.hop_anchor:
-            hops = _anchor_gifts(snap, retrieved, ranked, settings)
-        elif retrieved.vector is not None:
-            hops = _hop_gifts(snap, retrieved, ranked, neighbours, settings)
-        else:
-            return ranked
-        return fused(hops) if hops else ranked
+        refs = _reference_gifts(snap, ranked, settings)
+        hops: dict[int, tuple[float, str]] = {}
+        if settings.hop_weight > 0 and neighbours is not None:
+            if settings.hop_anchor:
+                hops = _anchor_gifts(snap, retrieved, ranked, settings)
+            elif retrieved.vector is not None:
+                hops = _hop_gifts(snap, retrieved, ranked, neighbours, settings)
+        return fused(hops, refs) if hops or refs else ranked
 
     def _rerank(
         self, snap: Snapshot, parsed: ParsedQuery, candidates: list[Candidate], notes: list[str]
@@ -692,6 +696,24 @@ def _hop_gifts(
         best,
         settings,
     )
+
+
+def _reference_gifts(
+    snap: Snapshot, ranked: list[Candidate], settings: FusionSettings
+) -> dict[int, tuple[float, str]]:
+    """``symbolrefs.reference_gifts`` with the ranked code files' definition names (read
+    once a generation) and each giver's scoring chunks, from the catalog."""
+    if settings.ref_weight <= 0:
+        return {}
+
+    def defines(note_ids: list[int]) -> dict[int, frozenset[str]]:
+        return defined_names(note_ids, snap.defined, snap.catalog.definitions_of)
+
+    def passages(c: Candidate) -> list[str]:
+        ids = dict.fromkeys(p.chunk_id for p in c.explain.branches)
+        return [row.text for row in snap.chunk_rows(ids).values()]
+
+    return reference_gifts(ranked, snap, defines, passages, settings)
 
 
 def _anchor_gifts(

@@ -83,6 +83,11 @@ class FusionSettings:
     hop_residual: bool = False
     """An anchor sentence counts only the query words the top note's name and scoring
     chunks do not hold outside it."""
+    ref_weight: float = 0.0
+    """How much of its fused score a note of another kind gives the code file whose
+    definition its passage names in backticks (``symbolrefs``); 0 = off."""
+    ref_top: int = 5
+    """How many of the best notes give the reference gift."""
 
     @classmethod
     def from_config(cls, s: SearchConfig, mode: str) -> FusionSettings:
@@ -111,6 +116,8 @@ class FusionSettings:
             hop_below=s.hop_below,
             hop_local=s.hop_local,
             hop_residual=s.hop_residual,
+            ref_weight=s.code_ref_weight if mode != "keyword" else 0.0,
+            ref_top=s.code_ref_top,
         )
 
 
@@ -237,13 +244,16 @@ def fuse(
     expansions: tuple[str, ...] = (),
     name: str = "",
     hops: Mapping[int, tuple[float, str]] | None = None,
+    refs: Mapping[int, tuple[float, str]] | None = None,
 ) -> list[Candidate]:
     """Ranked candidate notes; every score is the sum of its ``Explain`` parts.
 
     ``name``: the query as typed; a candidate whose title or alias it is (a user typing
     a note's name to get to it) gets ``NAME_MATCH`` added, which puts it first.
     ``hops``: note -> (gift, from) of ``hops.hop_gifts``; a note takes the larger of it
-    and its graph-share gift, as a note linked twice takes the larger gift."""
+    and its graph-share gift, as a note linked twice takes the larger gift. ``refs``: the
+    same of ``symbolrefs.reference_gifts``, taken after the link gifts are bound to their
+    source (a reference crosses sources by design)."""
     weights = {b: settings.weights.get(b, 1.0) for b in branches}
     total_w = sum(weights.values()) or 1.0
     parts: dict[int, list[Part]] = {}
@@ -301,6 +311,9 @@ def fuse(
     if SOURCE_BOUND_GIFTS and graph:
         bases = {n: fused.get(n, 0.0) + named[n] for n in ids}
         graph = bound_gifts(graph, bases, mults, {n: view.notes[n].source for n in ids})
+    for nid, (gift_, source_) in (refs or {}).items():
+        if nid in fused and gift_ > graph.get(nid, (0.0, ""))[0]:
+            graph[nid] = (gift_, source_)
     out = []
     for nid in ids:
         chunks = note_chunks.get(nid) or view.first_chunks(nid)

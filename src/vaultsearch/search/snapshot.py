@@ -101,6 +101,9 @@ class Snapshot:
     """The notes read again when it followed an older snapshot; None: loaded whole."""
     prior_boilerplate: Boilerplate | None = None
     """The followed snapshot's boilerplate, when it had found it."""
+    defined: dict[int, frozenset[str]] = field(default_factory=dict, repr=False)
+    """Code note -> the names its definitions are found by (``symbolrefs.defined_names``),
+    filled as queries rank code files: a generation's files do not change."""
 
     def followed(self) -> refresh.Followed | None:
         """What a newer snapshot may follow: maps of a whole generation only."""

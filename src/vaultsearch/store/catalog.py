@@ -641,6 +641,17 @@ class Catalog:
         )
         return [_chunk_row(r) for r in rows]
 
+    def definitions_of(self, note_ids: Sequence[int]) -> list[tuple[int, str]]:
+        """(note id, qualified name) of the definitions among these notes' chunks (a code
+        file's functions, classes and methods; its module lines are not one), without
+        their text: the reference gift reads them for every code file a query ranks."""
+        name, kind = self.column("qualified_name"), self.column("node_type")
+        sql = (
+            f"SELECT note_id, {name} FROM chunks WHERE note_id IN ({{marks}})"
+            f" AND {name} != '' AND {kind} != 'module'"
+        )
+        return [(int(n), str(q)) for n, q in self._select_in(sql, list(note_ids))]
+
     def count(self, table: str) -> int:
         """The count the catalog keeps (``store/rowcounts.py``), else a real count."""
         assert table in {"notes", "chunks", "links", "embeddings", "failures"}
