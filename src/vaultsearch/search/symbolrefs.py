@@ -4,7 +4,7 @@ In an index of docs pages and code, a plain-words description of a function matc
 docs page explaining it in prose better than the function, whose text is mostly
 identifiers, so the page leads and the function comes several places below it
 (``bench/mixed_code.py``). The page often names what it describes, the way prose names
-code: ```slugify```, ```Cache.get()```. Code files hold no links, so the link gifts
+code: ```slugify```, ```Cache.evict()```. Code files hold no links, so the link gifts
 never reach them; this is the link a docs page has to the code. Each note of another
 kind among the ``ref_top`` best gives ``ref_weight`` x its fused score to the code file
 whose definition its scoring passages name, when exactly one candidate file defines
@@ -36,13 +36,13 @@ _NAMED = re.compile(r"`([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?:\(\))?`")
 
 def named_symbols(text: str) -> list[str]:
     """The names ``text`` writes as inline code, in order, each once: ```slugify```,
-    ```Cache.get()```; a span with anything else (``--json``, ``a b``) names none."""
+    ```Cache.evict()```; a span with anything else (``--json``, ``a b``) names none."""
     return list(dict.fromkeys(_NAMED.findall(text)))
 
 
 def dotted_tails(qualified: str) -> list[str]:
     """The names a definition is found by: its own and every dotted tail of its
-    qualified name (``get``, ``Cache.get``, ``cache.Cache.get``, ...)."""
+    qualified name (``evict``, ``Cache.evict``, ``cache.Cache.evict``, ...)."""
     parts = qualified.split(".")
     return [".".join(parts[-k:]) for k in range(1, len(parts) + 1)]
 
