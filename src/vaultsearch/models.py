@@ -129,7 +129,8 @@ class Explain:
     """Added when the query is the note's title or one of its aliases."""
     graph_added: float = 0.0
     graph_from: str | None = None
-    """The retrieved note whose link passed ``graph_added`` to this one."""
+    """The retrieved note whose link passed ``graph_added`` to this one; for a code file,
+    the note whose passage names one of its definitions (``search.symbolrefs``)."""
     recency_multiplier: float = 1.0
     recency_added: float = 0.0
     """``(fused + name_added + graph_added) * (recency_multiplier - 1)``."""
