@@ -22,8 +22,8 @@ CACHED_CATALOG = ROOT / "bench" / ".cache" / "judged-{}" / "catalog.sqlite"
 MODEL_BUDGET = 64
 """Texts the judged-vault case may send to the model: a catalog that bench/_report.py
 kept (``keep_catalog``) holds the vector of every chunk and sentence, so a build from it
-embeds none; one that lacks them would embed the whole vault again (dendron-site's
-6,487 chunks and 21,486 sentences: about 7 minutes on a loaded 2-core box), every run."""
+embeds none; one that lacks them would embed the whole vault again (dendron-site's 21,486
+vectors of 6,487 chunks and their sentences: about 7 minutes on a loaded 2-core box), every run."""
 
 DOCS_QUERIES = (
     "how do I search my notes from an AI agent",
