@@ -182,4 +182,6 @@ def keep_catalog(vault, cached: Path) -> None:  # type: ignore[no-untyped-def]
     finally:
         src.close()
         dst.close()
+    for side in ("-wal", "-shm"):  # an older kept catalog's, which would outlive it
+        cached.with_name(cached.name + side).unlink(missing_ok=True)
     part.replace(cached)
