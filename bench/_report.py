@@ -92,9 +92,9 @@ CACHE = ROOT / "bench" / ".cache"
 def prepared_vault(name: str, source: Path, work: Path, **vault_kwargs: object):  # type: ignore[no-untyped-def]
     """A private copy of ``source`` with a current index, fast after the first time.
 
-    The catalog (with its embeddings) of an earlier run is kept in bench/.cache/;
-    put where an index from before generations kept it, the first build reuses its
-    embeddings instead of the model.
+    The catalog of an earlier run is kept in bench/.cache/ with the vectors of its
+    chunks and sentences (``keep_catalog``); put where an index from before generations
+    kept it, the first build reuses those vectors instead of the model.
     """
     import shutil
 
@@ -108,13 +108,80 @@ def prepared_vault(name: str, source: Path, work: Path, **vault_kwargs: object):
         shutil.copy2(cached, index_dir / "catalog.sqlite")
     vault = Vault.open(vault_dir, index_dir=index_dir, **vault_kwargs)  # type: ignore[arg-type]
     vault.index()
-    if not cached.is_file():
-        import sqlite3
+    if vectors_missing(cached, vault):
+        keep_catalog(vault, cached)
+    return vault
 
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        src = sqlite3.connect(vault.layout.live.catalog)
-        dst = sqlite3.connect(cached)
+
+def _needed_hashes(vault) -> tuple[str, list[str]]:  # type: ignore[no-untyped-def]
+    """(model key, the hash of every text the vault's live index holds a vector of)."""
+    from vaultsearch.store.catalog import Catalog
+
+    live = Catalog(vault.layout.live.catalog, readonly=True)
+    try:
+        ids = [r[0] for r in live.db.execute("SELECT id FROM chunks")]
+        hashes = {r[0] for r in live.db.execute("SELECT embed_hash FROM chunks")}
+        if vault.config.embedding.sentences:
+            hashes.update(live.sentence_units(ids)[1])
+    finally:
+        live.db.close()
+    return vault.embedder.cache_key, sorted(hashes)
+
+
+def vectors_missing(cached: Path, vault) -> int:  # type: ignore[no-untyped-def]
+    """How many of the vectors ``vault``'s index holds the catalog kept at ``cached``
+    lacks (all, when there is none): an index built from it embeds that many again."""
+    import sqlite3
+
+    key, hashes = _needed_hashes(vault)
+    if not cached.is_file():
+        return len(hashes)
+    db = sqlite3.connect(f"{cached.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        have = {
+            r[0]
+            for start in range(0, len(hashes), 500)
+            for r in db.execute(
+                "SELECT text_hash FROM embeddings WHERE model=? AND text_hash IN ("
+                + ",".join("?" * len(hashes[start : start + 500]))
+                + ")",
+                (key, *hashes[start : start + 500]),
+            )
+        }
+    finally:
+        db.close()
+    return len(hashes) - len(have)
+
+
+def keep_catalog(vault, cached: Path) -> None:  # type: ignore[no-untyped-def]
+    """``vault``'s live catalog saved at ``cached`` with the vector of every chunk and
+    sentence it holds, as a catalog from before generations held them.
+
+    A writer keeps its vectors in a temp table (``store/catalog.py``), so a plain copy
+    of the catalog holds none: every index built from it (each bench run, and
+    tests/test_ranking_depth.py, whose per-user cache starts empty) embedded the whole
+    vault again. The vectors come from the per-user cache, where the run that built the
+    index put them; one it lacks (the cache off or evicted) is left out, and that many
+    are embedded again next time."""
+    import sqlite3
+
+    key, hashes = _needed_hashes(vault)
+    found = vault.manager().cache.get(key, hashes)
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    part = cached.with_name(cached.name + ".part")
+    part.unlink(missing_ok=True)
+    src, dst = sqlite3.connect(vault.layout.live.catalog), sqlite3.connect(part)
+    try:
         src.backup(dst)
+        dst.execute("PRAGMA journal_mode=DELETE")  # one self-contained file, read-only too
+        dst.executemany(
+            "INSERT OR IGNORE INTO main.embeddings(model, text_hash, vector) VALUES (?,?,?)",
+            [(key, h, v) for h, v in found.items()],
+        )
+        dst.commit()
+    finally:
         src.close()
         dst.close()
-    return vault
+    for side in ("-wal", "-shm"):  # an older kept catalog's, which would outlive it
+        cached.with_name(cached.name + side).unlink(missing_ok=True)
+    part.replace(cached)

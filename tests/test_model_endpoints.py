@@ -302,6 +302,21 @@ def test_the_rerank_endpoint_orders_the_top_notes_and_shows_in_explain(
         assert shown[hit.path] == pytest.approx(scores[i])
 
 
+def test_the_reranker_reads_the_query_with_its_typo_corrected(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    """A misspelt word is corrected before the query is embedded (``search/typos.py``);
+    the reranker must judge the same corrected query, not the slip."""
+    root = write_files(tmp_path / "vault", NOTES)
+    with Vault.open(root, index_dir=tmp_path / "index") as vault:
+        vault.index()
+    with Vault.open(root, index_dir=tmp_path / "index", config=rerank_config(server.url)) as vault:
+        hits = vault.search("owls and rivres at night", explain=True)
+    assert hits[0].explain and hits[0].explain.embedded == "owls and rivers at night"
+    ((_, body),) = [(p, b) for p, b in server.requests if p == "/v1/rerank"]
+    assert body["query"] == "owls and rivers at night"
+
+
 def test_rerank_weight_zero_keeps_the_fused_order(tmp_path: Path, server: ModelServer) -> None:
     root = write_files(tmp_path / "vault", NOTES)
     query = "owls and rivers at night"
@@ -384,6 +399,27 @@ def test_query_expansion_searches_each_rewrite_and_the_passage(
     chats = [b for p, b in server.requests if p == "/v1/chat/completions"]
     assert len(chats) == 1 and chats[0]["model"] == "chat"  # the second search used the cache
     assert all(h.explain and not h.explain.rewrites for h in literal)
+
+
+def test_query_expansion_rewrites_the_query_with_its_typo_corrected(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    """The expander is asked about the corrected query, as the embedder is: a rewrite of
+    the slip would carry it into every rewritten search."""
+    root = write_files(tmp_path / "vault", NOTES)
+    server.expansions["when are the API tokens rotated"] = {
+        "rewrites": ["credential rotation schedule"],
+        "passage": "Rotate the tokens every ninety days.",
+    }
+    with Vault.open(root, index_dir=tmp_path / "index") as plain:
+        plain.index()
+    with Vault.open(root, index_dir=tmp_path / "index", config=expand_config(server.url)) as vault:
+        hits = vault.search("when are the API tokens rotatde", mode="hybrid", explain=True)
+    assert hits[0].explain and hits[0].explain.embedded == "when are the API tokens rotated"
+    assert hits[0].explain.rewrites == (
+        "credential rotation schedule",
+        "passage: Rotate the tokens every ninety days.",
+    )
 
 
 def test_a_failing_expansion_endpoint_searches_the_plain_query_and_says_so(

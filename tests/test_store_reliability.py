@@ -696,12 +696,16 @@ def _store_cached_vectors(catalog: Path, model: str) -> dict[str, bytes]:
     return stored
 
 
+@pytest.mark.parametrize("first_batch", [32, 2])
 def test_an_index_of_the_older_format_is_rebuilt_with_its_embeddings(
-    tmp_path: Path, embedder: object, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, embedder: object, monkeypatch: pytest.MonkeyPatch, first_batch: int
 ) -> None:
     """An index from before generations (catalog at the top of the folder, holding the
     vectors as catalogs of that format did) is rebuilt into a generation reusing its
-    vectors, even with no per-user cache."""
+    vectors, even with no per-user cache: its sentences' too when the rebuild runs in two
+    stages (``first_batch`` 2 < 6 files), although stage 2 runs after the old catalog
+    is gone."""
+    monkeypatch.setenv("VAULTSEARCH_INDEX_FIRST_BATCH", str(first_batch))
     root = write_files(tmp_path / "vault", notes(6))
     index_dir = tmp_path / "index"
     with Vault.open(root, index_dir=index_dir) as vault:
@@ -717,6 +721,7 @@ def test_an_index_of_the_older_format_is_rebuilt_with_its_embeddings(
         assert "older format" in vault.check().reasons[0]
         summary = vault.index()
         assert summary.added == 6 and summary.chunks_embedded == 0
+        assert summary.sentences_embedded == 0 and vault.manager().sentences_pending() == 0
         assert vault.manager().verify().ok
     assert not layout.legacy_catalog.exists()
 

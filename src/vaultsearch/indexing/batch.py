@@ -94,22 +94,52 @@ class BatchEmbedder:
         endpoint gone), what it answered before is committed first. The progress bar moves
         after every model call, its files credited in proportion to the chunks embedded
         (returned, so the commit credits the rest). ``sentences`` False: the chunks only
-        (a first build's first stage; ``embed_sentences`` does the rest later)."""
+        (a first build's first stage; ``embed_sentences`` does the rest later), with the
+        sentence vectors the reused catalogs hold taken as well (``_reuse``)."""
         wanted: dict[str, str] = {}
         path_of: dict[str, str] = {}
+        later: set[str] = set()
         chunk_hashes = {h for p in prepared for h in p.hashes}
-        sentences = sentences and settings.sentences
         for p in prepared:
             for h, c in zip(p.hashes, p.chunks, strict=True):
                 wanted.setdefault(h, c.embed_text)
                 path_of.setdefault(h, p.note.path)
-                for unit in unit_texts(c.text, p.note.kind) if sentences else ():
+                for unit in unit_texts(c.text, p.note.kind) if settings.sentences else ():
                     u = text_hash(unit)
+                    if not sentences:
+                        later.add(u)
+                        continue
                     wanted.setdefault(u, unit)
                     path_of.setdefault(u, p.note.path)
+        if later and sources:
+            self._reuse(catalog, later.difference(wanted), sources)
         return self._embed(
             catalog, wanted, path_of, chunk_hashes, summary, files, progress, settings, sources
         )
+
+    def _reuse(
+        self,
+        catalog: Catalog,
+        hashes: set[str],
+        sources: Sequence[Catalog | SalvagedEmbeddings],
+    ) -> None:
+        """The vectors of a first stage's sentences that the catalogs a rebuild reuses
+        hold, put in this run's table, where the sentence index takes them at once.
+        Stage 2 runs after the rebuild is published, which deletes an older index's
+        catalog (``remove_legacy_files``): there only the per-user cache or the model
+        could answer, and a cache that is off or cold sent every sentence to the model
+        again. A damaged catalog (read row by row) is left to stage 2 and the caches."""
+        key = self.embedder.cache_key
+        need = [h for h in hashes if h not in catalog.cached_hashes(key, hashes)]
+        found: dict[str, bytes] = {}
+        for source in sources:
+            if need and isinstance(source, Catalog):
+                found.update(source.embedding_blobs(key, need))
+                need = [h for h in need if h not in found]
+        if found:
+            self.cache.put(key, {h: np.frombuffer(v, dtype=np.float32) for h, v in found.items()})
+            with catalog.run_embeddings():
+                catalog.put_embedding_blobs(key, found)
 
     def embed_sentences(
         self,

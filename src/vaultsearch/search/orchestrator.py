@@ -239,7 +239,7 @@ class QueryOrchestrator:
             snap, parsed, retrieved, mode, depth, allowed_notes, notes
         )
         candidates = self.rank(snap, retrieved, mode, allowed_notes, settings)
-        ranked = self._rerank(snap, parsed, candidates, notes) if rerank else candidates
+        ranked = self._rerank(snap, retrieved.text, candidates, notes) if rerank else candidates
         return retrieved, ranked, rewrites
 
     def _expand(
@@ -254,12 +254,14 @@ class QueryOrchestrator:
     ) -> tuple[Retrieved, FusionSettings | None, tuple[str, ...]]:
         """The query's branches plus those of each expanded query (``semantic@1``, ...),
         weighted ``expand_weight`` of their original, for the one fusion. Keyword mode
-        is left literal: it promises notes that contain the words typed."""
+        is left literal: it promises notes that contain the words typed. The model is
+        asked about the query with its misspelt words corrected (``Retrieved.text``), as
+        the query is embedded: a rewrite of a typo carries the typo on."""
         s = self.config.search
         if not s.expand or mode == "keyword" or not parsed.text.strip():
             return retrieved, None, ()
         try:
-            expansion = self._load_expander().expand(parsed.text)
+            expansion = self._load_expander().expand(retrieved.text)
         except EndpointError as exc:
             notes.append(f"query expansion failed, the query was searched alone: {exc.message}")
             return retrieved, None, ()
@@ -469,12 +471,13 @@ class QueryOrchestrator:
         return fused(hops, refs) if hops or refs else ranked
 
     def _rerank(
-        self, snap: Snapshot, parsed: ParsedQuery, candidates: list[Candidate], notes: list[str]
+        self, snap: Snapshot, text: str, candidates: list[Candidate], notes: list[str]
     ) -> list[Candidate]:
         """The top ``rerank_top`` notes by ``rerank_weight`` x the reranker's relevance
         plus the rest x their fused score over the best one, all above the notes not
         reranked, whose order and scores stay. An endpoint that fails leaves the fused
-        order, said in explain: a search that worked without the reranker still does."""
+        order, said in explain: a search that worked without the reranker still does.
+        ``text``: the query with its misspelt words corrected, as it was embedded."""
         s = self.config.search
         if not s.reranking or not candidates:
             return candidates
@@ -482,7 +485,7 @@ class QueryOrchestrator:
         head, tail = candidates[: s.rerank_top], candidates[s.rerank_top :]
         rows = snap.chunk_rows([c.chunks[0] for c in head])
         try:
-            scores = model.relevance(parsed.text, [rows[c.chunks[0]].text for c in head])
+            scores = model.relevance(text, [rows[c.chunks[0]].text for c in head])
         except EndpointError as exc:
             notes.append(f"reranking failed, the fused order was kept: {exc.message}")
             return candidates
