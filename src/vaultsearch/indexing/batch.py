@@ -6,7 +6,7 @@ the parser child and the model."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -129,8 +129,22 @@ class BatchEmbedder:
         catalog (``remove_legacy_files``): there only the per-user cache or the model
         could answer, and a cache that is off or cold sent every sentence to the model
         again. A damaged catalog (read row by row) is left to stage 2 and the caches."""
+        found, _ = self._from_catalogs(catalog, hashes, sources)
+        if found:
+            with catalog.run_embeddings():
+                catalog.put_embedding_blobs(self.embedder.cache_key, found)
+
+    def _from_catalogs(
+        self,
+        catalog: Catalog,
+        hashes: Collection[str],
+        sources: Sequence[Catalog | SalvagedEmbeddings],
+    ) -> tuple[dict[str, bytes], list[str]]:
+        """The vectors of ``hashes`` this run's catalog lacks that the reused catalogs
+        hold (put in the per-user cache too), and the hashes still missing."""
         key = self.embedder.cache_key
-        need = [h for h in hashes if h not in catalog.cached_hashes(key, hashes)]
+        have = catalog.cached_hashes(key, hashes)
+        need = [h for h in hashes if h not in have]
         found: dict[str, bytes] = {}
         for source in sources:
             if need and isinstance(source, Catalog):
@@ -138,8 +152,7 @@ class BatchEmbedder:
                 need = [h for h in need if h not in found]
         if found:
             self.cache.put(key, {h: np.frombuffer(v, dtype=np.float32) for h, v in found.items()})
-            with catalog.run_embeddings():
-                catalog.put_embedding_blobs(key, found)
+        return found, need
 
     def embed_sentences(
         self,
@@ -167,15 +180,7 @@ class BatchEmbedder:
         sources: Sequence[Catalog | SalvagedEmbeddings] = (),
     ) -> float:
         key = self.embedder.cache_key
-        have = catalog.cached_hashes(key, wanted)
-        need = [h for h in wanted if h not in have]
-        found: dict[str, bytes] = {}
-        for source in sources:
-            if need and isinstance(source, Catalog):
-                found.update(source.embedding_blobs(key, need))
-                need = [h for h in need if h not in found]
-        if found:
-            self.cache.put(key, {h: np.frombuffer(v, dtype=np.float32) for h, v in found.items()})
+        found, need = self._from_catalogs(catalog, wanted, sources)
         if need:
             cached = self.cache.get(key, need)
             self.from_cache += len(cached)
