@@ -33,7 +33,7 @@ from vaultsearch.search.filters import NoteMeta, SearchFilters
 from vaultsearch.search.hops import anchor_gifts, hop_gifts, link_sentence
 from vaultsearch.search.idlepages import IdleRelease
 from vaultsearch.search.query import ParsedQuery, parse_query, words
-from vaultsearch.search.ranking import Candidate, FusionSettings, complete, extend, fuse
+from vaultsearch.search.ranking import Candidate, Fusion, FusionSettings, complete, extend
 from vaultsearch.search.request import KINDS, MAX_TOP_K, MODES
 from vaultsearch.search.snapshot import Snapshot
 from vaultsearch.search.snippets import make_snippet
@@ -437,23 +437,18 @@ class QueryOrchestrator:
                 extra = _shown_chunks(extra, branches, snap, self.config.search.max_chunks_per_note)
             branches = complete(branches, extra, snap.note_of_chunk)
         neighbours = _neighbours(snap)
-        now = time.time()
-
-        def fused(hops: dict[int, tuple[float, str]] | None = None) -> list[Candidate]:
-            return fuse(
-                branches,
-                snap,
-                settings,
-                now,
-                neighbours=neighbours,
-                allowed=allowed_notes,
-                banned=retrieved.banned,
-                expansions=tuple(str(e) for e in retrieved.expansions),
-                name=retrieved.text,
-                hops=hops,
-            )
-
-        ranked = fused()
+        fusion = Fusion(
+            branches,
+            snap,
+            settings,
+            time.time(),
+            neighbours=neighbours,
+            allowed=allowed_notes,
+            banned=retrieved.banned,
+            expansions=tuple(str(e) for e in retrieved.expansions),
+            name=retrieved.text,
+        )
+        ranked = fusion.ranked()
         if settings.hop_weight <= 0 or neighbours is None:
             return ranked
         if settings.hop_anchor:
@@ -462,7 +457,7 @@ class QueryOrchestrator:
             hops = _hop_gifts(snap, retrieved, ranked, neighbours, settings)
         else:
             return ranked
-        return fused(hops) if hops else ranked
+        return fusion.ranked(hops) if hops else ranked
 
     def _rerank(
         self, snap: Snapshot, parsed: ParsedQuery, candidates: list[Candidate], notes: list[str]
