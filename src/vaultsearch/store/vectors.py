@@ -192,11 +192,17 @@ class SegmentedVectors:
     def score(self, query: np.ndarray, ids: Sequence[int] | np.ndarray) -> list[tuple[int, float]]:
         """The cosine of each given chunk id: the exact score of a chunk that a top-k
         search did not reach. An id the index does not hold is left out."""
+        held, cosines = self.scores(query, ids)
+        return list(zip(held.tolist(), cosines.tolist(), strict=True))
+
+    def scores(
+        self, query: np.ndarray, ids: Sequence[int] | np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``score`` as two arrays (the ids held, their float32 cosines)."""
         held, rows = self.vectors_of(ids)
         if not len(held):
-            return []
-        cosines = dot_rows(rows, normalize(query)[0])
-        return list(zip(held.tolist(), cosines.tolist(), strict=True))
+            return held, np.zeros(0, dtype=np.float32)
+        return held, dot_rows(rows, normalize(query)[0])
 
 
 def _segment_top(
