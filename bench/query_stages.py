@@ -94,6 +94,8 @@ def _stages() -> tuple[dict[tuple[str, str], float], collections.Counter[tuple[s
     wrap(snapshot.Snapshot, "chunk_rows", "chunk rows (catalog)")
     wrap(vectors.VectorReader, "search", "vectors: search")
     wrap(vectors.VectorReader, "score", "vectors: score")
+    if hasattr(vectors.VectorReader, "scores"):  # the completion's arrays
+        wrap(vectors.VectorReader, "scores", "vectors: score")
     wrap(sentences.SentenceVectors, "search", "sentences: score")
     wrap(keywords.GuardedReader, "search", "keywords: search")
     wrap(ann, "candidates", "vectors: approximate candidates")
