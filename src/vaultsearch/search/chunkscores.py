@@ -129,7 +129,7 @@ def notes_of(note_of_chunk: Mapping[int, int]) -> Callable[[np.ndarray], np.ndar
     has one (``NoteOfChunk.many``), else one lookup a chunk (a test's plain dict)."""
     many = getattr(note_of_chunk, "many", None)
     if many is not None:
-        return many  # type: ignore[no-any-return]
+        return many
 
     def each(ids: np.ndarray) -> np.ndarray:
         got = (note_of_chunk.get(int(c)) for c in ids)

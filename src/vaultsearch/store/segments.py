@@ -251,7 +251,7 @@ class Segment:
         out = np.empty((len(positions), *shape[1:]), dtype=dtype)
         if not len(positions):
             return out
-        flat = memoryview(out.reshape(-1).view(np.uint8))
+        flat = out.reshape(-1).view(np.uint8).data
         breaks = np.flatnonzero(np.diff(positions) != 1) + 1
         starts = np.r_[0, breaks]
         ends = np.r_[breaks, len(positions)]
