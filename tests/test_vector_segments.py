@@ -454,3 +454,48 @@ def test_scores_across_segments_are_each_rows_cosine_in_the_order_asked() -> Non
             == list(dict.fromkeys(int(i) for i in asked if i in set(ids.tolist())))
         )
         assert cosines.tolist() == dot_rows(vectors, normalize(query)[0]).tolist()
+
+
+def test_what_a_split_scan_keeps_on_a_segment_is_made_on_the_searching_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A float16 segment's scan index is held until the reader idles; made on the scan
+    thread, its memory went back to that thread's heap when dropped, and stayed there.
+    The segment scanned on the scan thread gets it made by the searching thread."""
+    import threading
+
+    import vaultsearch.store.vectors as vectors
+
+    rng = np.random.default_rng(3)
+    dim = 16
+    half = normalize(rng.standard_normal((HALF_SCAN_ROWS + 100, dim), dtype=np.float32))
+    flat = normalize(rng.standard_normal((HALF_SCAN_ROWS + 900, dim), dtype=np.float32))
+    segments = [
+        Segment(
+            Entry("half", len(half), (), ("", "")),
+            ids=np.arange(len(half)),
+            rows=encode(half, "float16"),
+        ),
+        Segment(
+            Entry("flat", len(flat), (), ("", "")), ids=np.arange(len(flat)) + 10**6, rows=flat
+        ),
+    ]
+    made: list[str] = []
+    scanned: dict[str, str] = {}
+    index_of, top = vectors._half_index, vectors._segment_top
+
+    def recorded_index(seg: Segment) -> object:
+        if "half_index" not in seg.__dict__:
+            made.append(threading.current_thread().name)
+        return index_of(seg)
+
+    def recorded_top(query: np.ndarray, seg: Segment, *rest: object) -> object:
+        scanned[seg.entry.name] = threading.current_thread().name
+        return top(query, seg, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(vectors, "_half_index", recorded_index)
+    monkeypatch.setattr(vectors, "_segment_top", recorded_top)
+    monkeypatch.setattr(vectors, "PARALLEL_ROWS", 0)
+    SegmentedVectors(dim, segments).search(half[0], 10)
+    assert scanned["half"].startswith("vaultsearch-scan")
+    assert made == [threading.current_thread().name]
