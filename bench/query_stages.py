@@ -84,12 +84,18 @@ def _stages() -> tuple[dict[tuple[str, str], float], collections.Counter[tuple[s
     for attr in ("_search", "retrieve", "rank", "_hits"):
         wrap(orch.QueryOrchestrator, attr, attr.lstrip("_"))
     for attr in ("_one_edit_typos", "_typo_fixes", "_score_found", "fuse", "complete"):
-        wrap(orch, attr, attr.lstrip("_"))
+        if hasattr(orch, attr):  # an older checkout's orchestrator called ``fuse``
+            wrap(orch, attr, attr.lstrip("_"))
+    if hasattr(orch, "Fusion"):
+        wrap(orch.Fusion, "__init__", "fuse")
+        wrap(orch.Fusion, "ranked", "fuse")
     wrap(orch._Scored, "completion", "completion")
     wrap(orch._Scored, "rescore", "rescore")
     wrap(snapshot.Snapshot, "chunk_rows", "chunk rows (catalog)")
     wrap(vectors.VectorReader, "search", "vectors: search")
     wrap(vectors.VectorReader, "score", "vectors: score")
+    if hasattr(vectors.VectorReader, "scores"):  # the completion's arrays
+        wrap(vectors.VectorReader, "scores", "vectors: score")
     wrap(sentences.SentenceVectors, "search", "sentences: score")
     wrap(keywords.GuardedReader, "search", "keywords: search")
     wrap(ann, "candidates", "vectors: approximate candidates")

@@ -215,3 +215,41 @@ def test_fused_chunks_come_best_first_once_and_the_score_is_the_explains_total()
     for c in ranked:
         assert c.score == c.explain.total
     assert [c.note_id for c in ranked] == sorted(by_note, key=lambda n: -by_note[n].score)
+
+
+def _listed(ranked: list) -> list:
+    return [(c.note_id, c.chunks, c.score, c.explain) for c in ranked]
+
+
+def test_ranking_again_with_hop_gifts_is_a_fresh_fusion_with_them() -> None:
+    """``Fusion.ranked(hops)`` after ``ranked()`` gives what one ``fuse(..., hops=...)``
+    gives, across two sources (``bound_gifts`` cuts a gift by the other source's notes),
+    and a candidate whose gift did not change is not made again."""
+    from vaultsearch.search.filters import NoteMeta
+    from vaultsearch.search.ranking import Fusion, FusionSettings, fuse
+
+    view = _View()
+    view.notes[3] = NoteMeta(3, "n3.md", "N3", (), {}, 0.0, "other")
+    branches = {
+        "keyword": [(11, 9.0), (20, 6.0), (10, 3.0)],
+        "semantic": [(10, 0.9), (30, 0.7), (11, 0.2), (12, 0.1)],
+    }
+    links = {"n1.md": ["n4.md"], "n2.md": ["n4.md"]}
+    settings = FusionSettings(graph_share=0.5, graph_top=1, recency_tiers=((7.0, 1.2),))
+    args = (branches, view, settings, 86400.0 * 3)
+    hops = {2: (0.4, "n1.md"), 4: (0.05, "n1.md"), 3: (9.0, "n1.md")}
+    fusion = Fusion(*args, neighbours=lambda p: links.get(p, []), name="N2")
+    first = fusion.ranked()
+    assert _listed(first) == _listed(fuse(*args, neighbours=lambda p: links.get(p, []), name="N2"))
+    again = fusion.ranked(hops)
+    fresh = fuse(*args, neighbours=lambda p: links.get(p, []), name="N2", hops=hops)
+    assert _listed(again) == _listed(fresh)
+    assert _listed(again) != _listed(first)
+    gift = {c.note_id: (c.explain.graph_added, c.explain.graph_from) for c in first}
+    unchanged = {
+        c.note_id
+        for c in again
+        if gift.get(c.note_id) == (c.explain.graph_added, c.explain.graph_from)
+    }
+    assert 2 not in unchanged and {1, 4} <= unchanged
+    assert {c.note_id for c in first for d in again if c is d} == unchanged

@@ -233,3 +233,45 @@ def test_the_shipped_ranking_carries_the_linked_answer_in(vault: Vault, sections
     anywhere = local_search(sections, DEEP, local=False)["energy/Cell chemistry.md"].explain
     shipped = deep["energy/Cell chemistry.md"].explain
     assert anywhere and shipped and shipped.graph_added < anywhere.graph_added / 3
+
+
+def test_anchor_gifts_read_the_explains_of_the_givers_and_the_linked_notes_alone() -> None:
+    """Fusion makes a candidate's explain when it is read; the gifts read the top notes'
+    and, to keep a gift below its giver, the linked notes' (a hub note's neighbours put
+    hundreds of candidates in a ranking)."""
+    from vaultsearch.models import BranchPart, Explain
+    from vaultsearch.search.filters import NoteMeta
+    from vaultsearch.search.hops import anchor_gifts
+    from vaultsearch.search.ranking import Candidate
+
+    read: list[int] = []
+
+    class Counted(Candidate):
+        __slots__ = ()
+
+        @property
+        def explain(self) -> Explain:
+            read.append(self.note_id)
+            return Explain("convex", (BranchPart("semantic", self.note_id, 1, 1.0, 1.0, 1.0, 0.5),))
+
+    class View:
+        def __init__(self) -> None:
+            self.notes = {n: NoteMeta(n, f"n{n}.md", f"N{n}", (), {}, 0.0) for n in range(1, 51)}
+            self.note_by_path = {f"n{n}.md": n for n in range(1, 51)}
+            self.note_of_chunk: dict[int, int] = {}
+
+        def first_chunks(self, note_id: int) -> list[int]:
+            return [note_id]
+
+    ranked = [Counted(n, [n], 1.0 - n / 100) for n in range(1, 51)]
+    settings = FusionSettings(hop_weight=3.0, hop_top=1, hop_below=True)
+    gifts = anchor_gifts(
+        ranked,
+        View(),
+        lambda nid: [("n7.md", "the cipher is here", 3)] if nid == 1 else [],
+        str.lower,
+        {"cipher": 1.0},
+        settings,
+    )
+    assert set(gifts) == {7}
+    assert set(read) == {1, 7}

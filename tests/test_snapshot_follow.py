@@ -5,6 +5,7 @@ graph, same boilerplate, same hits with the same scores. Compared, not trusted."
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 import time
@@ -252,9 +253,17 @@ def test_the_idle_thread_releases_once_after_the_last_touch() -> None:
         assert 2 <= len(calls) <= 4
 
 
-def test_rows_read_by_position_are_the_mapped_rows(tmp_path: Path) -> None:
+@pytest.mark.parametrize("preadv", [True, False], ids=["preadv", "pread"])
+def test_rows_read_by_position_are_the_mapped_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, preadv: bool
+) -> None:
     """The sentence re-scorer reads rows with ``pread`` instead of the mapping: runs of
-    neighbours, single rows, the first and the last, as the mapping has them."""
+    neighbours, single rows, the first and the last, as the mapping has them, read into
+    the array (``preadv``) or copied in where the platform lacks it; none; a file cut
+    short is an error."""
+    import vaultsearch.store.segments as segments
+
+    monkeypatch.setattr(segments, "_PREADV", preadv and hasattr(os, "preadv"))
     rng = np.random.default_rng(5)
     ids = np.arange(0, 4000, 2, dtype=np.int64)
     rows = rng.random((len(ids), 12)).astype(np.float16)
@@ -265,10 +274,17 @@ def test_rows_read_by_position_are_the_mapped_rows(tmp_path: Path) -> None:
         [len(ids) - 1],
         [3, 4, 5, 9, 10, 400, 1999],
         sorted(rng.choice(2000, 300)),
+        [7, 6, 5, 1000, 3],
+        [],
     ):
         wanted = np.asarray(positions, dtype=np.int64)
         assert np.array_equal(segment.take_rows(wanted), rows[wanted])
     assert "rows" not in segment.__dict__  # never mapped
+    path = entry.files(tmp_path)[1]
+    with path.open("r+b") as fh:
+        fh.truncate(path.stat().st_size - 10)
+    with pytest.raises(ValueError, match="shorter"):
+        segment.take_rows(np.array([1, len(ids) - 1]))
 
 
 def test_graph_records_followed_equal_the_base_with_the_delta_applied() -> None:

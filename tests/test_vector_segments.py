@@ -37,6 +37,7 @@ from vaultsearch.store.vectors import (
     HALF_SCAN_ROWS,
     SegmentedVectors,
     decode,
+    dot_rows,
     encode,
     normalize,
 )
@@ -376,3 +377,125 @@ def test_a_damaged_segment_is_repaired_from_the_whole_ones_and_the_cache_bit_for
             # a rebuild from the files makes a new catalog, with new chunk ids
             assert sorted(after.values()) == sorted(before.values()), cache
             assert (after == before) == (cache == "on"), cache
+
+
+def test_segments_split_between_two_threads_rank_as_scanned_on_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A search whose segments are split between this thread and the scan thread
+    (``scanpool``) returns what one thread scanning them all returns, ties and filters
+    included, and the split did run (the scan thread scanned some)."""
+    import threading
+
+    import vaultsearch.store.vectors as vectors
+
+    rng = np.random.default_rng(5)
+    segments, _, rows, base = _segments(rng, [40, 7, 25, 1, 12, 30], dead_share=0.2)
+    reader = SegmentedVectors(rows.shape[1], segments)
+    queries = [base[t % 8] + 0.05 * rng.standard_normal(16, dtype=np.float32) for t in range(30)]
+    cases = [
+        (q, k, None if t % 3 else rng.choice(115, 30, replace=False))
+        for t, q in enumerate(queries)
+        for k in (1, 5, 10, 200)
+    ]
+    monkeypatch.setattr(vectors, "PARALLEL_ROWS", 10**9)
+    alone = [reader.search(q, k, allowed) for q, k, allowed in cases]
+    threads: set[str] = set()
+    top = vectors._segment_top
+
+    def seen(*args: object, **kwargs: object) -> object:
+        threads.add(threading.current_thread().name)
+        return top(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(vectors, "_segment_top", seen)
+    monkeypatch.setattr(vectors, "PARALLEL_ROWS", 0)
+    split = [reader.search(q, k, allowed) for q, k, allowed in cases]
+    assert split == alone
+    assert any(t.startswith("vaultsearch-scan") for t in threads) and len(threads) == 2
+
+
+def test_the_scan_halves_are_of_like_cost_and_a_failed_half_waits_for_the_other() -> None:
+    import time
+
+    from vaultsearch.store import scanpool
+
+    assert scanpool.halves([5, 1, 1, 3, 2]) == ([0, 1], [2, 3, 4])
+    assert scanpool.halves([7]) == ([0], [])
+    done: list[str] = []
+
+    def slow() -> str:
+        time.sleep(0.05)
+        done.append("there")
+        return "there"
+
+    def fails() -> str:
+        raise RuntimeError("here")
+
+    assert scanpool.both(lambda: "here", slow) == ("here", "there")
+    with pytest.raises(RuntimeError):
+        scanpool.both(fails, slow)
+    assert done == ["there", "there"]
+
+
+def test_scores_across_segments_are_each_rows_cosine_in_the_order_asked() -> None:
+    """``scores`` scores each segment's rows where they were decoded and orders the
+    scores: the same pairs as the rows gathered in order and scored (``vectors_of``)."""
+    rng = np.random.default_rng(8)
+    segments, ids, rows, base = _segments(rng, [40, 7, 25, 1, 12], dead_share=0.2)
+    reader = SegmentedVectors(rows.shape[1], segments)
+    for trial in range(20):
+        asked = rng.choice(np.r_[ids, [500, 501]], 40)  # repeats, and ids no segment holds
+        query = base[trial % 8]
+        held, vectors = reader.vectors_of(asked)
+        got_ids, cosines = reader.scores(query, asked)
+        assert (
+            got_ids.tolist()
+            == held.tolist()
+            == list(dict.fromkeys(int(i) for i in asked if i in set(ids.tolist())))
+        )
+        assert cosines.tolist() == dot_rows(vectors, normalize(query)[0]).tolist()
+
+
+def test_what_a_split_scan_keeps_on_a_segment_is_made_on_the_searching_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A float16 segment's scan index is held until the reader idles; made on the scan
+    thread, its memory went back to that thread's heap when dropped, and stayed there.
+    The segment scanned on the scan thread gets it made by the searching thread."""
+    import threading
+
+    import vaultsearch.store.vectors as vectors
+
+    rng = np.random.default_rng(3)
+    dim = 16
+    half = normalize(rng.standard_normal((HALF_SCAN_ROWS + 100, dim), dtype=np.float32))
+    flat = normalize(rng.standard_normal((HALF_SCAN_ROWS + 900, dim), dtype=np.float32))
+    segments = [
+        Segment(
+            Entry("half", len(half), (), ("", "")),
+            ids=np.arange(len(half)),
+            rows=encode(half, "float16"),
+        ),
+        Segment(
+            Entry("flat", len(flat), (), ("", "")), ids=np.arange(len(flat)) + 10**6, rows=flat
+        ),
+    ]
+    made: list[str] = []
+    scanned: dict[str, str] = {}
+    index_of, top = vectors._half_index, vectors._segment_top
+
+    def recorded_index(seg: Segment) -> object:
+        if "half_index" not in seg.__dict__:
+            made.append(threading.current_thread().name)
+        return index_of(seg)
+
+    def recorded_top(query: np.ndarray, seg: Segment, *rest: object) -> object:
+        scanned[seg.entry.name] = threading.current_thread().name
+        return top(query, seg, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(vectors, "_half_index", recorded_index)
+    monkeypatch.setattr(vectors, "_segment_top", recorded_top)
+    monkeypatch.setattr(vectors, "PARALLEL_ROWS", 0)
+    SegmentedVectors(dim, segments).search(half[0], 10)
+    assert scanned["half"].startswith("vaultsearch-scan")
+    assert made == [threading.current_thread().name]

@@ -93,7 +93,10 @@ def anchor_gifts(
     if settings.hop_weight <= 0 or not weights:
         return {}
     out: dict[int, tuple[float, str]] = {}
-    own = {c.note_id: c.explain for c in ranked}
+    # a linked note's candidate, its explain read only when a gift needs it: making every
+    # candidate's (~400 with a hub note's neighbours at a million chunks) cost more than
+    # the gifts
+    own = {c.note_id: c for c in ranked}
     for src in ranked[: settings.hop_top]:
         meta = view.notes[src.note_id]
         answered = {stem(w) for w in words(meta.title.lower())}
@@ -124,7 +127,8 @@ def anchor_gifts(
                 continue
             gift = settings.hop_weight * max(src.explain.fused, 0.0) * closeness
             if settings.hop_below:
-                mine = own.get(nid)
+                linked = own.get(nid)
+                mine = linked.explain if linked is not None else None
                 room = (
                     src.score / mine.recency_multiplier - mine.fused - mine.name_added
                     if mine is not None

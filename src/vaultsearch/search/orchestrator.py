@@ -7,7 +7,6 @@ only model call at query time is the query itself.
 
 from __future__ import annotations
 
-import math
 import re
 import sqlite3
 import threading
@@ -25,7 +24,10 @@ from vaultsearch.embedding.endpoint import EndpointError
 from vaultsearch.embedding.rerank import Reranker, make_reranker
 from vaultsearch.errors import IndexCorruptError, IndexIncompatibleError, QueryError
 from vaultsearch.models import Hit, Passage, SearchHits, SourceKind
+from vaultsearch.search.boilerplate import WEIGHT as BOILERPLATE
 from vaultsearch.search.boilerplate import weigh_down
+from vaultsearch.search.chunkscores import ChunkScores
+from vaultsearch.search.chunkscores import notes_of as chunk_notes
 from vaultsearch.search.codelead import definition_first
 from vaultsearch.search.confidence import Evidence, confidence, coverage, idf
 from vaultsearch.search.expansion import QueryExpander
@@ -33,7 +35,7 @@ from vaultsearch.search.filters import NoteMeta, SearchFilters
 from vaultsearch.search.hops import anchor_gifts, hop_gifts, link_sentence
 from vaultsearch.search.idlepages import IdleRelease
 from vaultsearch.search.query import ParsedQuery, parse_query, words
-from vaultsearch.search.ranking import Candidate, FusionSettings, complete, extend, fuse
+from vaultsearch.search.ranking import Candidate, Fusion, FusionSettings, complete, extend
 from vaultsearch.search.request import KINDS, MAX_TOP_K, MODES
 from vaultsearch.search.snapshot import Snapshot
 from vaultsearch.search.snippets import make_snippet
@@ -87,7 +89,7 @@ class Retrieved:
     text: str = ""
     """The query without its operators, misspelt words corrected (what an exact title or
     alias match compares)."""
-    completion: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    completion: dict[str, Sequence[tuple[int, float]]] = field(default_factory=dict)
     """Per branch, scores of the chunks of notes only the other branch found
     (``ranking.complete``); in hybrid mode, the semantic branch's, else empty."""
     embedded: str = ""
@@ -435,32 +437,27 @@ class QueryOrchestrator:
         settings = settings or FusionSettings.from_config(self.config.search, mode)
         branches = weigh_down(retrieved.branches, snap.boilerplate)
         if retrieved.completion:
-            extra = weigh_down(retrieved.completion, snap.boilerplate)
+            notes_of = chunk_notes(snap.note_of_chunk)
+            extra = {
+                b: ChunkScores.of(hits, notes_of).weighed_down(snap.boilerplate_ids, BOILERPLATE)
+                for b, hits in retrieved.completion.items()
+            }
             if settings.chunk_share == 0:
                 extra = _shown_chunks(extra, branches, snap, self.config.search.max_chunks_per_note)
             branches = complete(branches, extra, snap.note_of_chunk)
         neighbours = _neighbours(snap)
-        now = time.time()
-
-        def fused(
-            hops: dict[int, tuple[float, str]] | None = None,
-            refs: dict[int, tuple[float, str]] | None = None,
-        ) -> list[Candidate]:
-            return fuse(
-                branches,
-                snap,
-                settings,
-                now,
-                neighbours=neighbours,
-                allowed=allowed_notes,
-                banned=retrieved.banned,
-                expansions=tuple(str(e) for e in retrieved.expansions),
-                name=retrieved.text,
-                hops=hops,
-                refs=refs,
-            )
-
-        ranked = fused()
+        fusion = Fusion(
+            branches,
+            snap,
+            settings,
+            time.time(),
+            neighbours=neighbours,
+            allowed=allowed_notes,
+            banned=retrieved.banned,
+            expansions=tuple(str(e) for e in retrieved.expansions),
+            name=retrieved.text,
+        )
+        ranked = fusion.ranked()
         refs = _reference_gifts(snap, ranked, settings)
         hops: dict[int, tuple[float, str]] = {}
         if settings.hop_weight > 0 and neighbours is not None:
@@ -468,7 +465,7 @@ class QueryOrchestrator:
                 hops = _anchor_gifts(snap, retrieved, ranked, settings)
             elif retrieved.vector is not None:
                 hops = _hop_gifts(snap, retrieved, ranked, neighbours, settings)
-        return fused(hops, refs) if hops or refs else ranked
+        return fusion.ranked(hops, refs) if hops or refs else ranked
 
     def _rerank(
         self, snap: Snapshot, text: str, candidates: list[Candidate], notes: list[str]
@@ -598,14 +595,15 @@ class QueryOrchestrator:
 class _Scored:
     """What the lexical side scored with the query vector while the dense branches ran."""
 
-    cosines: dict[str, dict[int, float]] = field(default_factory=dict)
-    """Per completing branch, every chunk of the notes the lexical branches found, scored."""
+    cosines: dict[str, ChunkScores] = field(default_factory=dict)
+    """Per completing branch, every chunk of the notes the lexical branches found, scored,
+    with its note."""
     rescored: dict[str, dict[int, float]] = field(default_factory=dict)
     """Per re-scorer, the lexical branches' chunks it scores."""
 
     def completion(
         self, snap: Snapshot, index: type[DerivedIndex], found: list[tuple[int, float]]
-    ) -> list[tuple[int, float]]:
+    ) -> Sequence[tuple[int, float]]:
         """The exact score of every chunk of the notes only the lexical branches found: a
         note the semantic top-k missed is not rated below every unrelated note.
 
@@ -614,8 +612,8 @@ class _Scored:
         about 2 ms a query and moved nDCG@10 by -0.0001 on SciFact train and +0.0033
         and +0.0003 on the judged vaults: those notes' BM25 is small beside the top."""
         seen = snap.notes_of(cid for cid, _ in found)
-        scores = self.cosines.get(index.branch, {})
-        return [(c, s) for c, s in scores.items() if snap.note_of_chunk.get(c) not in seen]
+        scores = self.cosines.get(index.branch)
+        return [] if scores is None else scores.without_notes(seen)
 
     def rescore(
         self,
@@ -666,11 +664,11 @@ def _score_found(
 ) -> _Scored:
     found = list(dict.fromkeys(cid for hits in lexical.values() for cid, _ in hits))
     chunks = snap.chunks_of_notes(snap.notes_of(found)) if completing else None
-    cosines = {
-        c.branch: dict(snap.readers[c.name].score(query, chunks))
-        for c in completing
-        if chunks is not None and len(chunks)
-    }
+    cosines = {}
+    for c in completing:
+        if chunks is not None and len(chunks):
+            ids, scores = snap.readers[c.name].scores(query, chunks)
+            cosines[c.branch] = ChunkScores(ids, scores, snap.note_of_chunk.many(ids))
     rescored = {c.branch: _rescored(snap, c, query, found) for c in rescorers}
     return _Scored(cosines, rescored)
 
@@ -754,11 +752,11 @@ def _anchor_gifts(
 
 
 def _shown_chunks(
-    extra: dict[str, list[tuple[int, float]]],
+    extra: dict[str, ChunkScores],
     branches: dict[str, list[tuple[int, float]]],
     snap: Snapshot,
     limit: int,
-) -> dict[str, list[tuple[int, float]]]:
+) -> dict[str, ChunkScores]:
     """The completing scores that can change a ranking: with no ``chunk_share`` a note's
     branch score is its best chunk's, and a hit shows the note's first ``limit`` chunks
     by fused chunk score, so of each note's chunks only the other branches also scored
@@ -767,24 +765,12 @@ def _shown_chunks(
     the keyword side found (up to ~5,000 a query at a million chunks), and fusing them
     all cost more than the rest of the fusion."""
     scored = {cid for hits in branches.values() for cid, _ in hits}
-    note_of = snap.note_of_chunk.get
-    out = {}
-    for branch, hits in extra.items():
-        by_note: dict[int | None, list[float]] = {}
-        for cid, score in hits:
-            if cid not in scored:
-                by_note.setdefault(note_of(cid), []).append(score)
-        floor = {}
-        for nid, scores in by_note.items():
-            if len(scores) > limit and (nid is None or snap.notes[nid].kind != "code"):
-                cut = sorted(scores, reverse=True)[limit - 1]
-                floor[nid] = cut - ROUNDING if cut > ROUNDING else -math.inf
-        out[branch] = [
-            (cid, score)
-            for cid, score in hits
-            if cid in scored or score >= floor.get(note_of(cid), -math.inf)
-        ]
-    return out
+    notes = snap.notes
+
+    def is_code(nid: int) -> bool:
+        return notes[nid].kind == "code"
+
+    return {b: hits.shown(scored, limit, is_code, ROUNDING) for b, hits in extra.items()}
 
 
 ROUNDING = 1e-6

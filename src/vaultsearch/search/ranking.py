@@ -254,83 +254,150 @@ def fuse(
     and its graph-share gift, as a note linked twice takes the larger gift. ``refs``: the
     same of ``symbolrefs.reference_gifts``, taken after the link gifts are bound to their
     source (a reference crosses sources by design)."""
-    weights = {b: settings.weights.get(b, 1.0) for b in branches}
-    total_w = sum(weights.values()) or 1.0
-    parts: dict[int, list[Part]] = {}
-    chunk_score: dict[int, float] = {}
-    note_chunks: dict[int, list[int]] = {}
-    note_of = view.note_of_chunk.get
-    for branch, hits in sorted(branches.items()):  # each note's parts in branch order
-        w = weights[branch]
-        if w == 0:
-            continue
-        kept = [(cid, s, nid) for cid, s in hits if (nid := note_of(cid)) is not None]
-        if banned or allowed is not None:
-            kept = [k for k in kept if k[2] not in banned and (allowed is None or k[2] in allowed)]
-        for (cid, _, nid), norm in zip(
-            kept, normalise([s for _, s, _ in kept], "tm2c2"), strict=True
-        ):
-            chunk_score[cid] = chunk_score.get(cid, 0.0) + w * norm
-            if (found := note_chunks.get(nid)) is None:
-                note_chunks[nid] = [cid]
-            else:
-                found.append(cid)
-        for nid, part in _branch_parts(branch, kept, w, total_w, settings):
-            parts.setdefault(nid, []).append(part)
-    fused = {nid: sum(p[6] for p in ps) for nid, ps in parts.items()}
+    fusion = Fusion(branches, view, settings, now, neighbours, allowed, banned, expansions, name)
+    return fusion.ranked(hops, refs)
 
-    graph: dict[int, tuple[float, str]] = {}
-    if settings.graph_share > 0 and neighbours is not None and fused:
-        # only the givers: graph_boost ranks its scores (best first, then by path) and
-        # lets the first graph_top give, so it is handed those alone
-        paths = {n: view.notes[n].path for n in fused}
-        top = heapq.nsmallest(settings.graph_top, fused, key=lambda n: (-fused[n], paths[n]))
-        _, gifts = graph_boost(
-            {paths[n]: fused[n] for n in top},
-            neighbours,
-            settings.graph_top,
-            settings.graph_share,
-            settings.graph_lead,
-        )
-        for path, gift in gifts.items():
-            nid = view.note_by_path.get(path)
-            if nid is None or nid in banned or (allowed is not None and nid not in allowed):
+
+class Fusion:
+    """``fuse`` in two steps: the branches' parts and the graph-share gifts, once, then
+    the ranking with a given set of hop gifts, as often as asked. A search ranks twice
+    when the top notes' links earn hop gifts, and the second ranking differs only in
+    those gifts: fusing the branches again cost as much as the first time (~400
+    candidates for a hub note's neighbours at a million chunks). A candidate whose gift
+    did not change is the same object in both rankings (nothing changes a candidate
+    between them; the orchestrator's reranker changes only the one it returns)."""
+
+    def __init__(
+        self,
+        branches: Mapping[str, BranchHits],
+        view: FusionView,
+        settings: FusionSettings,
+        now: float,
+        neighbours: Callable[[str], Iterable[str]] | None = None,
+        allowed: set[int] | None = None,
+        banned: frozenset[int] | set[int] = frozenset(),
+        expansions: tuple[str, ...] = (),
+        name: str = "",
+    ) -> None:
+        self.view, self.settings, self.now = view, settings, now
+        self.allowed, self.banned, self.expansions = allowed, banned, expansions
+        self.target = _fold(name) if name else ""
+        self.recency = recency_curve(settings.recency_tiers) if settings.recency_tiers else None
+        weights = {b: settings.weights.get(b, 1.0) for b in branches}
+        total_w = sum(weights.values()) or 1.0
+        parts: dict[int, list[Part]] = {}
+        chunk_score: dict[int, float] = {}
+        note_chunks: dict[int, list[int]] = {}
+        note_of = view.note_of_chunk.get
+        for branch, hits in sorted(branches.items()):  # each note's parts in branch order
+            w = weights[branch]
+            if w == 0:
                 continue
-            graph[nid] = (gift.added, str(gift.source))
-    for nid, (gift_, source_) in (hops or {}).items():
-        if nid in banned or (allowed is not None and nid not in allowed):
-            continue
-        if gift_ > graph.get(nid, (0.0, ""))[0]:
-            graph[nid] = (gift_, source_)
+            kept = [(cid, s, nid) for cid, s in hits if (nid := note_of(cid)) is not None]
+            if banned or allowed is not None:
+                kept = [
+                    k for k in kept if k[2] not in banned and (allowed is None or k[2] in allowed)
+                ]
+            for (cid, _, nid), norm in zip(
+                kept, normalise([s for _, s, _ in kept], "tm2c2"), strict=True
+            ):
+                chunk_score[cid] = chunk_score.get(cid, 0.0) + w * norm
+                if (found := note_chunks.get(nid)) is None:
+                    note_chunks[nid] = [cid]
+                else:
+                    found.append(cid)
+            for nid, part in _branch_parts(branch, kept, w, total_w, settings):
+                parts.setdefault(nid, []).append(part)
+        self.parts, self.chunk_score, self.note_chunks = parts, chunk_score, note_chunks
+        self.fused = fused = {nid: sum(p[6] for p in ps) for nid, ps in parts.items()}
 
-    target = _fold(name) if name else ""
-    recency = recency_curve(settings.recency_tiers) if settings.recency_tiers else None
-    ids = set(fused) | set(graph)
-    named = {n: NAME_MATCH if target and _named(view.notes[n], target) else 0.0 for n in ids}
-    mults = {n: recency((now - view.notes[n].date) / 86400) if recency else 1.0 for n in ids}
-    if SOURCE_BOUND_GIFTS and graph:
-        bases = {n: fused.get(n, 0.0) + named[n] for n in ids}
-        graph = bound_gifts(graph, bases, mults, {n: view.notes[n].source for n in ids})
-    for nid, (gift_, source_) in (refs or {}).items():
-        if nid in fused and gift_ > graph.get(nid, (0.0, ""))[0]:
-            graph[nid] = (gift_, source_)
-    out = []
-    for nid in ids:
-        chunks = note_chunks.get(nid) or view.first_chunks(nid)
-        if not chunks:
-            continue
-        base = fused.get(nid, 0.0) + named[nid]
-        added, source = graph.get(nid, (0.0, None))
-        mult = mults[nid]
-        recency_added = (base + added) * (mult - 1.0)
-        ps = parts.get(nid, ())
-        # Explain.total's sum, in its order, so the score is the same float
-        total = sum(p[6] for p in ps) + named[nid] + added + recency_added + 0.0
-        pending = (settings.method, ps, named[nid], added, source, mult, recency_added, expansions)
-        order = chunk_score if len(chunks) > 1 else None
-        out.append(Candidate(nid, chunks, total, pending=pending, chunk_scores=order))
-    out.sort(key=lambda c: (-c.score, view.notes[c.note_id].path))
-    return out
+        self.graph: dict[int, tuple[float, str]] = {}
+        if settings.graph_share > 0 and neighbours is not None and fused:
+            # only the givers: graph_boost ranks its scores (best first, then by path) and
+            # lets the first graph_top give, so it is handed those alone
+            paths = {n: view.notes[n].path for n in fused}
+            top = heapq.nsmallest(settings.graph_top, fused, key=lambda n: (-fused[n], paths[n]))
+            _, gifts = graph_boost(
+                {paths[n]: fused[n] for n in top},
+                neighbours,
+                settings.graph_top,
+                settings.graph_share,
+                settings.graph_lead,
+            )
+            for path, gift in gifts.items():
+                nid = view.note_by_path.get(path)
+                if nid is None or not self._admits(nid):
+                    continue
+                self.graph[nid] = (gift.added, str(gift.source))
+        self._notes: dict[int, tuple[float, float, str, str]] = {}
+        """Per candidate note: its name match, recency multiplier, source and path."""
+        self._made: dict[int, tuple[float, str | None, Candidate | None]] = {}
+        """Per note: the gift it was last ranked with and its candidate (None: no chunk)."""
+
+    def _admits(self, nid: int) -> bool:
+        return nid not in self.banned and (self.allowed is None or nid in self.allowed)
+
+    def _note(self, nid: int) -> tuple[float, float, str, str]:
+        known = self._notes.get(nid)
+        if known is None:
+            note = self.view.notes[nid]
+            target, recency = self.target, self.recency
+            named = NAME_MATCH if target and _named(note, target) else 0.0
+            mult = recency((self.now - note.date) / 86400) if recency else 1.0
+            known = self._notes[nid] = (named, mult, note.source, note.path)
+        return known
+
+    def ranked(
+        self,
+        hops: Mapping[int, tuple[float, str]] | None = None,
+        refs: Mapping[int, tuple[float, str]] | None = None,
+    ) -> list[Candidate]:
+        """The candidates ranked with these hop and reference gifts (see ``fuse``)."""
+        graph = self.graph
+        if hops:
+            graph = dict(graph)
+            for nid, (gift_, source_) in hops.items():
+                if not self._admits(nid):
+                    continue
+                if gift_ > graph.get(nid, (0.0, ""))[0]:
+                    graph[nid] = (gift_, source_)
+        fused, parts = self.fused, self.parts
+        ids = set(fused) | set(graph)
+        notes = {n: self._note(n) for n in ids}
+        if SOURCE_BOUND_GIFTS and graph:
+            bases = {n: fused.get(n, 0.0) + notes[n][0] for n in ids}
+            mults = {n: notes[n][1] for n in ids}
+            graph = bound_gifts(graph, bases, mults, {n: notes[n][2] for n in ids})
+        if refs:
+            graph = dict(graph)
+            for nid, (gift_, source_) in refs.items():
+                if nid in fused and gift_ > graph.get(nid, (0.0, ""))[0]:
+                    graph[nid] = (gift_, source_)
+        method, expansions, made = self.settings.method, self.expansions, self._made
+        out = []
+        for nid in ids:
+            added, source = graph.get(nid, (0.0, None))
+            before = made.get(nid)
+            if before is not None and before[0] == added and before[1] == source:
+                if before[2] is not None:
+                    out.append(before[2])
+                continue
+            cand = None
+            chunks = self.note_chunks.get(nid) or self.view.first_chunks(nid)
+            if chunks:
+                named, mult = notes[nid][0], notes[nid][1]
+                base = fused.get(nid, 0.0) + named
+                recency_added = (base + added) * (mult - 1.0)
+                ps = parts.get(nid, ())
+                # Explain.total's sum, in its order, so the score is the same float
+                total = sum(p[6] for p in ps) + named + added + recency_added + 0.0
+                pending = (method, ps, named, added, source, mult, recency_added, expansions)
+                order = self.chunk_score if len(chunks) > 1 else None
+                cand = Candidate(nid, chunks, total, pending=pending, chunk_scores=order)
+                out.append(cand)
+            made[nid] = (added, source, cand)
+        out.sort(key=lambda c: (-c.score, notes[c.note_id][3]))
+        return out
 
 
 def bound_gifts(

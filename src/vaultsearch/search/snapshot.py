@@ -229,6 +229,11 @@ class Snapshot:
         return self.boilerplate_found.chunks
 
     @functools.cached_property
+    def boilerplate_ids(self) -> np.ndarray:
+        """``boilerplate`` as a sorted array: the completion weighs it down as arrays."""
+        return np.array(sorted(self.boilerplate), dtype=np.int64)
+
+    @functools.cached_property
     def boilerplate_found(self) -> Boilerplate:
         prior, self.prior_boilerplate = self.prior_boilerplate, None
         if prior is None or self.followed_paths is None:

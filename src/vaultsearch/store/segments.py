@@ -249,18 +249,19 @@ class Segment:
         offset, dtype, shape = self.rows_layout
         width = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
         out = np.empty((len(positions), *shape[1:]), dtype=dtype)
-        flat = out.reshape(-1).view(np.uint8)
+        if not len(positions):
+            return out
+        flat = out.reshape(-1).view(np.uint8).data
         breaks = np.flatnonzero(np.diff(positions) != 1) + 1
+        starts = np.r_[0, breaks]
+        ends = np.r_[breaks, len(positions)]
+        runs = zip(starts.tolist(), ends.tolist(), positions[starts].tolist(), strict=True)
         fd = os.open(self.entry.files(self._folder)[1], os.O_RDONLY | os.O_CLOEXEC)
         try:
-            for start, end in zip(np.r_[0, breaks], np.r_[breaks, len(positions)], strict=True):
-                size = int(end - start) * width
-                data = os.pread(fd, size, offset + int(positions[start]) * width)
-                if len(data) != size:
+            for start, end, first in runs:
+                at, size = start * width, (end - start) * width
+                if _read_into(fd, flat[at : at + size], offset + first * width) != size:
                     raise ValueError(f"{self.entry.name}: rows file shorter than its header")
-                flat[int(start) * width : int(start) * width + size] = np.frombuffer(
-                    data, dtype=np.uint8
-                )
         finally:
             os.close(fd)
         return out
@@ -310,6 +311,21 @@ class Segment:
             )
             pos, ids_found = pos[alive], ids_found[alive]
         return ids_found, pos
+
+
+def _read_into(fd: int, buffer: memoryview, offset: int) -> int:
+    """Read ``len(buffer)`` bytes at ``offset`` straight into ``buffer`` (``preadv``);
+    the bytes read. A search reads ~1,600 scattered rows a query at a million chunks
+    (the approximate segments' candidates), and a ``pread`` each, copied out of a new
+    bytes object, took twice as long."""
+    if _PREADV:
+        return os.preadv(fd, [buffer], offset)
+    data = os.pread(fd, len(buffer), offset)
+    buffer[: len(data)] = data
+    return len(data)
+
+
+_PREADV = hasattr(os, "preadv")
 
 
 def open_segments(list_path: Path) -> tuple[SegmentList, list[Segment]]:

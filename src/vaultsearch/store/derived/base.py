@@ -120,8 +120,9 @@ class DerivedIndex(Protocol):
     count_key: str | None
     """The state file's count of its entries, compared with its reader's ``len`` at open."""
     completes: bool
-    """A branch that also scores (``reader.score(query, ids)``) the chunks of notes only
-    the other branches found, so such a note is not rated below every unrelated one."""
+    """A branch that also scores (``reader.score(query, ids)``, and ``reader.scores``: the
+    same as two arrays) the chunks of notes only the other branches found, so such a note
+    is not rated below every unrelated one."""
     analyses: bool
     """Its reader is the snapshot's ``Lexicon``: opened even when ``damage`` says it is
     damaged (a search still analyses its words), and one that cannot open fails the open."""

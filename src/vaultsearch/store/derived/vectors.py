@@ -450,6 +450,15 @@ class VectorReader:
         """The exact cosine of each given chunk a top-k search did not reach."""
         return [] if query.vector is None else self.vectors.score(query.vector, ids)
 
+    def scores(
+        self, query: Query, ids: Sequence[int] | np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``score`` as two arrays, the ids held and their cosines: the completion scores
+        thousands of chunks a query and keeps them as arrays (``search/chunkscores.py``)."""
+        if query.vector is None:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        return self.vectors.scores(query.vector, ids)
+
     def nearest(self, vector: np.ndarray, k: int, allowed: Any = None) -> list[tuple[int, float]]:
         return self.vectors.search(vector, k, allowed)
 
