@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,8 +24,12 @@ from vaultsearch.store.embedcache import CACHE_ENV, EmbeddingCache, default_cach
 from vaultsearch.store.layout import IndexLayout
 
 # Never the real user's embedding cache, not even in module- or session-scoped fixtures
-# (which run before the per-test setting below); subprocesses inherit it.
-os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="vaultsearch-test-cache-")
+# (which run before the per-test setting below); subprocesses inherit it. Removed when
+# the process that made it ends: each pytest process (xdist's workers too) makes its own,
+# and a full run left one behind in the temp folder per process.
+_TEST_CACHE = tempfile.mkdtemp(prefix="vaultsearch-test-cache-")
+os.environ[CACHE_ENV] = _TEST_CACHE
+atexit.register(shutil.rmtree, _TEST_CACHE, ignore_errors=True)
 
 HANG_GUARD = 300.0
 """A wait that only guards against a hang: far above what a loaded machine needs."""
