@@ -86,6 +86,7 @@ def _same_readers(followed: Snapshot, fresh: Snapshot) -> None:
     assert followed.damaged == fresh.damaged == {}
     g1, g2 = followed.reader("graph"), fresh.reader("graph")
     assert _shape(g1.graph) == _shape(g2.graph)
+    assert g1.records == g2.records
     assert len(g1) == len(g2)
     for name in ("vectors", "sentences"):
         r1, r2 = followed.reader(name), fresh.reader(name)
@@ -146,6 +147,61 @@ def test_a_followed_snapshot_answers_as_a_fresh_one(
         assert graph_read_whole == ["it comes back", "rename onto a deleted path"]
     else:
         assert 0 < len(graph_read_whole) < len(_steps(root))
+    writer.close()
+    reader.close()
+
+
+def test_a_followed_graph_reads_only_the_new_parts_through_merges(
+    tmp_path: Path, embedder: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One-note edits, each a delta part, merged as they pile up (``tier_runs``), with a
+    note appearing that others link to and one deleted: the follower reads only the
+    parts it lacks (a merged part replacing parts it had included) and must hold the
+    records and graph a fresh reader builds from the whole delta."""
+    from vaultsearch.store.derived.graph import LinkGraph
+
+    monkeypatch.setattr("vaultsearch.store.derived.graph.COMPACT_MIN", 512)
+    made: list[bool] = []
+    follow = LinkGraph.follow
+
+    def counted(self: LinkGraph, *args: object) -> LinkGraph | None:
+        out = follow(self, *args)  # type: ignore[arg-type]
+        made.append(out is not None)
+        return out
+
+    monkeypatch.setattr(LinkGraph, "follow", counted)
+    root = _vault(tmp_path / "vault")
+    writer = Vault.open(root)
+    writer.index()
+    reader = Vault.open(root)
+    reader.search("river stone")
+    edits = [("n03.md", _note(3, f"Edit {k}. [[hub]]")) for k in range(6)]
+    edits += [("late.md", "# Late\n\nOtter.\n")]
+    edits += [(f"n{i:02d}.md", _note(i, "[[late]] and [[n01]]")) for i in range(8, 14)]
+    merged_away = 0
+    before: set[object] = set()
+    for step, (rel, text) in enumerate([*edits, ("n09.md", None)]):
+        if step % 3 == 2:  # a run the reader does not see: two new parts at once
+            _write(root, "n20.md", _note(20, f"Unseen {step}. [[n0{step % 7}]]"))
+            writer.index()
+        if text is None:
+            (root / rel).unlink()
+        else:
+            _write(root, rel, text)
+        writer.index()
+        graph = reader.orchestrator.snapshot().reader("graph")
+        fresh = Snapshot.open(reader.layout, reader.config)
+        try:
+            whole = fresh.reader("graph")
+            assert graph.records == whole.records, rel
+            assert _shape(graph.graph) == _shape(whole.graph), rel
+            assert len(graph) == len(whole), rel
+        finally:
+            fresh.close()
+        merged_away += bool(before - set(graph.parts))
+        before = set(graph.parts)
+    assert made.count(True) >= len(edits) - 1
+    assert merged_away >= 1
     writer.close()
     reader.close()
 

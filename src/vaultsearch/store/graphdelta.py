@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,20 +112,62 @@ parts the update wrote."""
 
 
 def delta_records(
-    graph_path: Path, listing: Listing, known: Known | None = None
+    graph_path: Path,
+    listing: Listing,
+    known: Known | None = None,
+    read: Callable[[Path, Part], dict[str, Record]] = read_part,
 ) -> dict[str, Record]:
     """The delta: every part's records applied in order. ``known`` is filled with the
-    parts read."""
+    parts read; ``read`` reads one (a reader keeps less of each record)."""
     out = dict(listing.inline)
     for part in listing.parts:
-        key = (part.name, part.crc32)
-        records = known.get(key) if known is not None else None
-        if records is None:
-            records = read_part(graph_path, part)
-            if known is not None:
-                known[key] = records
-        out.update(records)
+        out.update(_part_records(graph_path, part, known, read))
     return out
+
+
+def fresh_records(
+    graph_path: Path,
+    listing: Listing,
+    known: Known,
+    read: Callable[[Path, Part], dict[str, Record]] = read_part,
+) -> dict[str, Record] | None:
+    """What the parts ``known`` lacks add to the delta of the parts it holds, when the
+    delta is exactly those records applied over that one: the listing holds no inline
+    records and every part ``known`` holds comes before every new one. A merged part
+    is new and holds every record of the parts it replaced, so those may leave the
+    listing. None otherwise (the delta is then read whole). The new parts are read
+    and put in ``known``; the records of an unchanged delta are none."""
+    if listing.inline:
+        return None
+    keys = [(p.name, p.crc32) for p in listing.parts]
+    held = [k in known for k in keys]
+    if any(held[i] and not held[i - 1] for i in range(1, len(held))):
+        return None
+    out: dict[str, Record] = {}
+    for part, was in zip(listing.parts, held, strict=True):
+        if not was:
+            out.update(_part_records(graph_path, part, known, read))
+    listed = set(keys)
+    for key in [k for k in known if k not in listed]:
+        if not known[key].keys() <= out.keys():
+            return None
+        del known[key]
+    return out
+
+
+def _part_records(
+    graph_path: Path,
+    part: Part,
+    known: Known | None,
+    read: Callable[[Path, Part], dict[str, Record]],
+) -> dict[str, Record]:
+    key = (part.name, part.crc32)
+    records = known.get(key) if known is not None else None
+    if records is None:
+        records = read(graph_path, part)
+        if known is not None:
+            known[key] = records
+    return records
 
 
 def merged(graph_path: Path, parts: list[Part], name: str) -> Part:
