@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vaultsearch.search import chunkmap
+from vaultsearch.search import chunklayer, chunkmap
 from vaultsearch.search.chunkmap import ChunksByNote
 
 
@@ -102,3 +102,63 @@ def test_the_shared_arrays_cannot_be_written() -> None:
     m = ChunksByNote.of_pairs(np.array([[5, 1], [6, 1], [9, 2]], dtype=np.int64))
     with pytest.raises(ValueError):
         m[1][0] = 7
+
+
+@pytest.mark.parametrize("fold_at", [10**9, 0, 300])
+def test_a_layered_map_over_edits_equals_one_loaded_whole(
+    spread: int, monkeypatch: pytest.MonkeyPatch, fold_at: int
+) -> None:
+    """What a reader following many edits holds (``chunklayer.replaced`` over its own
+    result): notes edited, edited again, deleted, deleted and back, new ones; never
+    folded, folded every edit, and folded now and then. Each map, and each earlier one
+    a search may still hold, answers as the map of its rows loaded whole."""
+    monkeypatch.setattr(chunklayer, "FOLD_AT_LEAST", fold_at)
+    monkeypatch.setattr(chunklayer, "FOLD", 10**9)
+    rng = np.random.default_rng(10)
+    rows = _pairs(rng, 1200, 150, spread)
+    m: ChunksByNote = ChunksByNote.of_pairs(rows)
+    held = [(m, rows)]
+    forms = set()
+    top_chunk, top_note = int(rows[:, 0].max()), int(rows[:, 1].max())
+    for step in range(12):
+        notes = sorted(set(rows[:, 1].tolist()))
+        changed = set(rng.choice(notes, 6, replace=False).tolist())
+        if step % 3 == 0:
+            changed.add(top_note + 1)  # a new note
+            top_note += 1
+        if step == 5:
+            changed.add(int(held[1][1][0, 1]))  # one edited at the first step comes back
+        kept = rows[~np.isin(rows[:, 1], list(changed))]
+        fresh = []
+        for n in sorted(changed)[step % 2 :: 2]:  # the others deleted
+            for _ in range(int(rng.integers(1, 4))):
+                top_chunk += 1
+                fresh.append((top_chunk, n))
+        new_rows = np.array(fresh, dtype=np.int64).reshape(-1, 2)
+        new_rows = new_rows[np.lexsort((new_rows[:, 0], new_rows[:, 1]))]
+        m = chunklayer.replaced(m, changed, new_rows)
+        forms.add(type(m).__name__)
+        rows = np.concatenate([kept, new_rows])
+        rows = rows[np.lexsort((rows[:, 0], rows[:, 1]))]
+        held.append((m, rows))
+        _same(m, rows)
+        notes = sorted(set(rows[:, 1].tolist()))
+        _, by_note = _dicts(rows)
+        for wanted in (set(notes[::3]) | {top_note, 10**12}, set(notes), set()):
+            expected = [c for n in sorted(wanted) for c in by_note.get(n, [])]
+            assert m.of_notes(wanted).tolist() == expected
+        of_chunk, _ = _dicts(rows)
+        ever = np.unique(np.concatenate([r[:, 0] for _, r in held]))  # gone ones too
+        probe = np.array([*ever.tolist(), 0, top_chunk + 5], dtype=np.int64)
+        assert [m.note_of_chunk.get(c) for c in probe.tolist()] == [
+            of_chunk.get(c) for c in probe.tolist()
+        ]
+        assert m.note_of_chunk.many(probe).tolist() == [of_chunk.get(c, -1) for c in probe.tolist()]
+    for old, old_rows in held:
+        _same(old, old_rows)
+    assert (
+        forms
+        == {10**9: {"LayeredChunks"}, 0: {"ChunksByNote"}, 300: {"LayeredChunks", "ChunksByNote"}}[
+            fold_at
+        ]
+    )

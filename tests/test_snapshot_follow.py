@@ -17,6 +17,7 @@ import pytest
 
 from tests.conftest import HANG_GUARD, bump_mtime, write_files
 from vaultsearch import Vault
+from vaultsearch.search import chunklayer
 from vaultsearch.search.idlepages import IdleRelease
 from vaultsearch.search.snapshot import Snapshot
 from vaultsearch.store.graph import graph_data
@@ -115,8 +116,12 @@ def test_a_followed_snapshot_answers_as_a_fresh_one(
     tmp_path: Path, embedder: object, monkeypatch: pytest.MonkeyPatch, compact_min: int
 ) -> None:
     """``compact_min`` 2: the graph delta is folded into a new base every few edits, so
-    the graph is read whole at some steps and followed at others."""
+    the graph is read whole at some steps and followed at others; the chunk map's layer
+    likewise (``search/chunklayer.py``)."""
     monkeypatch.setattr("vaultsearch.store.derived.graph.COMPACT_MIN", compact_min)
+    monkeypatch.setattr(chunklayer, "FOLD", 10**9)
+    monkeypatch.setattr(chunklayer, "FOLD_AT_LEAST", 10**9 if compact_min > 2 else 6)
+    layered = []
     root = _vault(tmp_path / "vault")
     writer = Vault.open(root)
     writer.index()
@@ -137,6 +142,7 @@ def test_a_followed_snapshot_answers_as_a_fresh_one(
             fresh.close()
         if not followed.reader("graph").followed:
             graph_read_whole.append(label)
+        layered.append(isinstance(followed.chunks_by_note, chunklayer.LayeredChunks))
         other = Vault.open(root)  # its own orchestrator: every generation read whole
         try:
             assert _answers(reader) == _answers(other), label
@@ -147,6 +153,7 @@ def test_a_followed_snapshot_answers_as_a_fresh_one(
         assert graph_read_whole == ["it comes back", "rename onto a deleted path"]
     else:
         assert 0 < len(graph_read_whole) < len(_steps(root))
+    assert all(layered) if compact_min > 2 else 0 < sum(layered) < len(layered)
     writer.close()
     reader.close()
 

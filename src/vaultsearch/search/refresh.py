@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from vaultsearch.search import chunklayer
 from vaultsearch.search.chunkmap import ChunksByNote, NoteOfChunk
 from vaultsearch.search.filters import NoteMeta
 from vaultsearch.search.layered import Layered
@@ -112,8 +113,9 @@ def follow(previous: NoteMaps, catalog: Catalog, paths: Sequence[str]) -> NoteMa
     """``previous`` with the notes at ``paths`` (before or after the change) read again.
     The maps are layers over the previous ones (``search/layered.py``: a search may
     still read those, and copying 298k entries per edit was most of a million-chunk
-    reader's follow); a kept note keeps its place and a new one comes last, as note ids
-    only grow (AUTOINCREMENT), so the order is the id order a full load reads."""
+    reader's follow; the chunk map likewise, ``search/chunklayer.py``); a kept note
+    keeps its place and a new one comes last, as note ids only grow (AUTOINCREMENT), so
+    the order is the id order a full load reads."""
     if not paths:
         return previous
     notes = Layered.over(previous.notes)
@@ -140,5 +142,5 @@ def follow(previous: NoteMaps, catalog: Catalog, paths: Sequence[str]) -> NoteMa
     for nid in sorted(rows):
         notes.put(nid, rows[nid])
         by_path.put(rows[nid].path, nid)
-    by_note = previous.chunks_by_note.replaced(stale, pairs)
+    by_note = chunklayer.replaced(previous.chunks_by_note, stale, pairs)
     return NoteMaps(notes.settled(), by_path.settled(), by_note.note_of_chunk, by_note)
