@@ -1200,3 +1200,26 @@ def test_tombstones_that_disagree_with_the_catalog_are_found_and_repaired(
     assert code == 0 and json.loads(out)["repaired"]["chunks_embedded"] == 0
     assert run("check", *args)[0] == 0
     assert embeddings() == cached
+
+
+def test_keyword_segment_files_are_matched_to_their_segments(
+    indexed: tuple[Path, Path],
+) -> None:
+    """``segment_problems`` lists the folder once and groups its files by segment: a
+    file no ``.managed.json`` lists and a segment without its ``.term`` file are found,
+    and a sound folder has no problem."""
+    from vaultsearch.store.derived.keywords import segment_problems
+
+    _, index_dir = indexed
+    folder = KeywordPart.location(IndexLayout(index_dir).live)
+    assert segment_problems(folder) == []
+    term = next(folder.glob("*.term"))
+    stray = folder / f"{term.stem}.stray"
+    stray.write_bytes(b"")
+    assert segment_problems(folder) == [
+        "keywords: .managed.json does not list the index's files",
+        f"keywords: {stray.name} fails its checksum",
+    ]
+    stray.unlink()
+    term.rename(folder / "elsewhere.bin")
+    assert segment_problems(folder) == [f"keywords: segment {term.stem[:8]} is missing files"]

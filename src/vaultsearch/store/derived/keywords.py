@@ -144,11 +144,18 @@ def segment_problems(folder: Path, once: bool = False) -> list[str]:
         managed = set(json.loads((folder / ".managed.json").read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError):
         managed = set()
-    live = {"meta.json"} | {f.name for seg in segments for f in folder.glob(f"{seg}.*")}
+    # the folder listed once: a glob per segment, twice, listed it 2 x segments times
+    # (most of the keywords' check of a reader following an edit at a million chunks)
+    of_segment: dict[str, list[Path]] = {seg: [] for seg in segments}
+    for name in sorted(os.listdir(folder)):
+        stem, dot, _ = name.partition(".")
+        if dot and stem in of_segment:
+            of_segment[stem].append(folder / name)
+    live = {"meta.json"} | {f.name for files in of_segment.values() for f in files}
     if not live <= managed:
         problems.append("keywords: .managed.json does not list the index's files")
     for seg in segments:
-        files = sorted(folder.glob(f"{seg}.*"))
+        files = of_segment[seg]
         if not any(f.suffix == ".term" for f in files) or not any(
             f.suffix == ".store" for f in files
         ):
