@@ -100,10 +100,17 @@ def apply_records(g: nx.DiGraph, records: dict[str, Record]) -> None:
 
 
 def followed(g: nx.DiGraph, records: dict[str, Record]) -> nx.DiGraph:
+    """``g`` with ``records`` applied (``followed_counted`` without the count)."""
+    return followed_counted(g, records)[0]
+
+
+def followed_counted(g: nx.DiGraph, records: dict[str, Record]) -> tuple[nx.DiGraph, int]:
     """``g`` with ``records`` applied, as a new graph that shares with ``g`` the node
     and adjacency dicts the records do not touch: ``g`` stays as it was for a search
     still reading it, and the cost is three dict copies (C speed) and the touched
-    nodes, not a rebuild of every node and edge."""
+    nodes, not a rebuild of every node and edge. With it, how many edges it has more
+    than ``g``: only the touched nodes' out-edges change, and counting every node's
+    again was 11 ms of a followed edit at a million chunks (226k nodes)."""
     new = nx.DiGraph()
     new.graph.update(g.graph)
     new._node = dict(g._node)
@@ -119,12 +126,13 @@ def followed(g: nx.DiGraph, records: dict[str, Record]) -> nx.DiGraph:
         new._node[path] = dict(new._node[path])
         new._succ[path] = dict(new._succ[path])
         new._pred[path] = dict(new._pred[path])
+    edges_before = sum(len(g._succ[p]) for p in touched if p in g._succ)
     before = _unresolved(g, records)
     _apply(new, records)
     new.graph["unresolved_links"] = (
         int(g.graph.get("unresolved_links", 0)) - before + _unresolved(new, records)
     )
-    return new
+    return new, sum(len(new._succ[p]) for p in touched if p in new._succ) - edges_before
 
 
 def _unresolved(g: nx.DiGraph, paths: Iterable[str]) -> int:

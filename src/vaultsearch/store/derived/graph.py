@@ -29,7 +29,7 @@ from vaultsearch.store.graph import (
     READ_KEYS,
     apply_records,
     build_graph,
-    followed,
+    followed_counted,
     graph_data,
     graph_of,
     load_graph,
@@ -270,8 +270,10 @@ class GraphPart:
             isinstance(previous, LinkGraph)
             and (changed := previous.changes_to(base, base_key, records)) is not None
         ):
-            graph = followed(previous.graph, changed) if changed else previous.graph
-            return LinkGraph(graph, base, base_key, records, previous.base_paths, True, known)
+            graph, edges = previous.applied(changed)
+            return LinkGraph(
+                graph, base, base_key, records, previous.base_paths, True, known, edges=edges
+            )
         data: dict[str, Any] = json.loads(self.path.read_text(encoding="utf-8"))
         graph = graph_of(data, READ_KEYS)
         paths = frozenset(graph)
@@ -358,8 +360,11 @@ class LinkGraph:
         followed: bool = False,
         parts: Known | None = None,
         inline: bool = False,
+        edges: int | None = None,
     ) -> None:
         self.graph = graph
+        if edges is not None:  # a follower's, from the graph it followed (``applied``)
+            self.__dict__["_edges"] = edges
         self.followed = followed
         """Whether it was made from an older generation's reader (tests compare)."""
         self.base = base or {}
@@ -397,8 +402,17 @@ class LinkGraph:
         if fresh:
             records = dict(records)
             records.update(fresh)
-        graph = followed(self.graph, changed) if changed else self.graph
-        return LinkGraph(graph, listing.base, base_key, records, self.base_paths, True, known)
+        graph, edges = self.applied(changed)
+        return LinkGraph(
+            graph, listing.base, base_key, records, self.base_paths, True, known, edges=edges
+        )
+
+    def applied(self, changed: dict[str, Record]) -> tuple[nx.DiGraph, int]:
+        """This graph with ``changed`` applied, and its count of edges."""
+        if not changed:
+            return self.graph, self._edges
+        graph, more = followed_counted(self.graph, changed)
+        return graph, self._edges + more
 
     def changes_to(
         self,
