@@ -35,7 +35,16 @@ class LayeredChunks(ChunksByNote):
     changed or went), plus ``top`` (note -> its chunk ids now, for the changed notes
     that have chunks). Reads go to the base's columns; the parent's are not built."""
 
-    __slots__ = ("_base", "_gone", "_gone_ids", "_hidden", "_owner", "_top", "_top_ids")
+    __slots__ = (
+        "_base",
+        "_gone",
+        "_gone_ids",
+        "_hidden",
+        "_owner",
+        "_top",
+        "_top_ids",
+        "_top_keys",
+    )
 
     def __init__(
         self,
@@ -46,6 +55,7 @@ class LayeredChunks(ChunksByNote):
     ) -> None:
         self._base, self._gone, self._top, self._hidden = base, gone, top, hidden
         self._gone_ids = _frozen(np.fromiter(gone, dtype=np.int64, count=len(gone)))
+        self._top_keys = _frozen(np.sort(np.fromiter(top, dtype=np.int64, count=len(top))))
         self._owner = {int(c): n for n, cs in top.items() for c in cs.tolist()}
         ids = np.fromiter(self._owner, dtype=np.int64, count=len(self._owner))
         order = np.argsort(ids, kind="stable")
@@ -103,14 +113,23 @@ class LayeredChunks(ChunksByNote):
         return len(self._base) - len(self._gone) + len(self._top)
 
     def of_notes(self, notes: Iterable[int]) -> np.ndarray:
+        """The base's gather for its notes, the layer's notes' chunks put in between
+        by note order (a filter may allow most of the vault's notes: array work)."""
         wanted = np.unique(np.fromiter(notes, dtype=np.int64))
-        from_base = self._base.of_notes(wanted[~np.isin(wanted, self._gone_ids)].tolist())
-        added = [n for n in wanted.tolist() if n in self._top]
+        on_top = np.isin(wanted, self._top_keys)
+        kept = wanted[~on_top & ~np.isin(wanted, self._gone_ids)]
+        from_base = self._base._of_unique(kept)
+        added = wanted[on_top].tolist()
         if not added:
             return from_base
-        owners = self._base.note_of_chunk.many(from_base)
-        lengths = [len(self._top[n]) for n in added]
-        at = np.searchsorted(owners, np.repeat(np.array(added, dtype=np.int64), lengths))
+        base = self._base
+        found = base._note.find_many(kept)
+        lengths = np.zeros(len(kept), dtype=np.int64)
+        held = found >= 0
+        lengths[held] = base._starts[found[held] + 1] - base._starts[found[held]]
+        ends = np.r_[0, np.cumsum(lengths)]  # chunks of ``kept``'s notes before each
+        at = ends[np.searchsorted(kept, np.array(added, dtype=np.int64))]
+        at = np.repeat(at, [len(self._top[n]) for n in added])
         return np.insert(from_base, at, np.concatenate([self._top[n] for n in added]))
 
 
@@ -125,8 +144,15 @@ class LayeredNoteOfChunk(NoteOfChunk):
         self._map = layered._base
         self._owner = layered._base.notes.data
 
-    def _at_base(self, chunk: Any) -> int:
-        """The base note of ``chunk`` if it is not hidden, else -1."""
+    def get(self, chunk: int, default: Any = None) -> Any:
+        """The base's lookup written out, no helper call: ranking calls it per hit."""
+        layer = self._layer
+        try:
+            note = layer._owner.get(chunk)
+        except TypeError:
+            return default
+        if note is not None:
+            return note
         pos = self._map._chunk
         if pos.dense and type(chunk) is int:
             i = chunk - pos.base
@@ -134,19 +160,9 @@ class LayeredNoteOfChunk(NoteOfChunk):
         else:
             p = pos.find(chunk)
         if p < 0:
-            return -1
-        note: int = self._owner[p]
-        return -1 if note in self._layer._gone else note
-
-    def get(self, chunk: int, default: Any = None) -> Any:
-        try:
-            note = self._layer._owner.get(chunk)
-        except TypeError:
             return default
-        if note is not None:
-            return note
-        note = self._at_base(chunk)
-        return note if note >= 0 else default
+        note = self._owner[p]
+        return default if note in layer._gone else note
 
     def __getitem__(self, chunk: int) -> int:
         note = self.get(chunk)

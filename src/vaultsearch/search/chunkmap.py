@@ -153,7 +153,11 @@ class ChunksByNote(Mapping[int, np.ndarray]):
     def of_notes(self, notes: Iterable[int]) -> np.ndarray:
         """The chunk ids of ``notes`` in note id order, each note's ascending: one gather,
         not an array per note (a filter may allow most of a vault's notes)."""
-        wanted = np.unique(np.fromiter(notes, dtype=np.int64))
+        return self._of_unique(np.unique(np.fromiter(notes, dtype=np.int64)))
+
+    def _of_unique(self, wanted: np.ndarray) -> np.ndarray:
+        """``of_notes`` for note ids sorted and unique already (a layer's: ``np.unique``
+        of 150k ids took 28 ms, as much as the gather)."""
         found = self._note.find_many(wanted)
         found = found[found >= 0]
         begins, ends = self._starts[found], self._starts[found + 1]
