@@ -68,17 +68,15 @@ class LayeredChunks(ChunksByNote):
         return self._hidden + len(self._owner)
 
     def whole(self) -> ChunksByNote:
-        """The same map as plain columns (the fold)."""
-        base = self._base
-        keep = ~np.isin(base.notes, self._gone_ids)
-        chunks, owners = base.chunks[keep], base.notes[keep]
+        """The same map as plain columns (the fold): the base's ``replaced``."""
         notes = sorted(self._top)
-        if not notes:
-            return ChunksByNote(chunks, owners)
-        add_chunks = np.concatenate([self._top[n] for n in notes])
-        add_notes = np.repeat(np.array(notes, dtype=np.int64), [len(self._top[n]) for n in notes])
-        at = np.searchsorted(owners, add_notes)
-        return ChunksByNote(np.insert(chunks, at, add_chunks), np.insert(owners, at, add_notes))
+        pairs = np.zeros((0, 2), dtype=np.int64)
+        if notes:
+            add_chunks = np.concatenate([self._top[n] for n in notes])
+            counts = [len(self._top[n]) for n in notes]
+            add_notes = np.repeat(np.array(notes, dtype=np.int64), counts)
+            pairs = np.column_stack([add_chunks, add_notes])
+        return self._base.replaced(self._gone_ids.tolist(), pairs)
 
     # --- reading ------------------------------------------------------------------
     def __getitem__(self, note: int) -> np.ndarray:
