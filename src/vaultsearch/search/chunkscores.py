@@ -96,8 +96,8 @@ class ChunkScores(Sequence[tuple[int, float]]):
         """The pairs that can change a ranking (see ``orchestrator._shown_chunks``): those
         of ``scored`` chunks, and of each note the best ``limit`` of the rest, with any
         within ``rounding`` of the ``limit``-th (all of a code note's)."""
-        scored_ids = np.fromiter(scored, dtype=np.int64)
-        rest = np.flatnonzero(~np.isin(self.ids, scored_ids))
+        in_scored = np.isin(self.ids, np.fromiter(scored, dtype=np.int64))
+        rest = np.flatnonzero(~in_scored)
         if not len(rest):
             return self
         notes, scores = self.notes[rest], self.scores[rest]
@@ -120,7 +120,7 @@ class ChunkScores(Sequence[tuple[int, float]]):
         floor_notes, floor_values = floor_notes[by_note], floor_values[by_note]
         at = np.minimum(np.searchsorted(floor_notes, self.notes), len(floor_notes) - 1)
         floor = np.where(floor_notes[at] == self.notes, floor_values[at], -np.inf)
-        keep = np.isin(self.ids, scored_ids) | (self.scores >= floor)
+        keep = in_scored | (self.scores >= floor)
         return self.where(keep)
 
 

@@ -105,7 +105,8 @@ def anchor_gifts(
             answered |= {stem(w) for w in words(name.lower())}
         spans = matched(src) if settings.hop_local or settings.hop_residual else ()
         rest = {s: w for s, w in weights.items() if s not in answered}
-        if sum(rest.values()) <= 0:
+        total = sum(rest.values())
+        if total <= 0:
             continue
         for target, sentence, line in anchors(src.note_id):
             nid = view.note_by_path.get(target)
@@ -122,7 +123,7 @@ def anchor_gifts(
                 }
                 left = {s: w for s, w in rest.items() if s not in held}
             found = {stem(w) for w in words(sentence.lower())}
-            closeness = sum(w for s, w in left.items() if s in found) / sum(rest.values())
+            closeness = sum(w for s, w in left.items() if s in found) / total
             if closeness <= 0 or closeness < settings.hop_margin:
                 continue
             gift = settings.hop_weight * max(src.explain.fused, 0.0) * closeness
