@@ -353,26 +353,15 @@ class Fusion:
         refs: Mapping[int, tuple[float, str]] | None = None,
     ) -> list[Candidate]:
         """The candidates ranked with these hop and reference gifts (see ``fuse``)."""
-        graph = self.graph
-        if hops:
-            graph = dict(graph)
-            for nid, (gift_, source_) in hops.items():
-                if not self._admits(nid):
-                    continue
-                if gift_ > graph.get(nid, (0.0, ""))[0]:
-                    graph[nid] = (gift_, source_)
         fused, parts = self.fused, self.parts
+        graph = _larger(self.graph, hops, self._admits)
         ids = set(fused) | set(graph)
         notes = {n: self._note(n) for n in ids}
         if SOURCE_BOUND_GIFTS and graph:
             bases = {n: fused.get(n, 0.0) + notes[n][0] for n in ids}
             mults = {n: notes[n][1] for n in ids}
             graph = bound_gifts(graph, bases, mults, {n: notes[n][2] for n in ids})
-        if refs:
-            graph = dict(graph)
-            for nid, (gift_, source_) in refs.items():
-                if nid in fused and gift_ > graph.get(nid, (0.0, ""))[0]:
-                    graph[nid] = (gift_, source_)
+        graph = _larger(graph, refs, fused.__contains__)
         method, expansions, made = self.settings.method, self.expansions, self._made
         out = []
         for nid in ids:
@@ -398,6 +387,23 @@ class Fusion:
             made[nid] = (added, source, cand)
         out.sort(key=lambda c: (-c.score, notes[c.note_id][3]))
         return out
+
+
+def _larger(
+    graph: dict[int, tuple[float, str]],
+    gifts: Mapping[int, tuple[float, str]] | None,
+    takes: Callable[[int], bool],
+) -> dict[int, tuple[float, str]]:
+    """``graph`` with each of ``gifts`` that is larger than the note's gift there, for the
+    notes ``takes`` admits: a note given twice takes the larger gift. ``graph`` itself is
+    not changed (a second ranking starts from it again)."""
+    if not gifts:
+        return graph
+    out = dict(graph)
+    for nid, (gift, source) in gifts.items():
+        if takes(nid) and gift > out.get(nid, (0.0, ""))[0]:
+            out[nid] = (gift, source)
+    return out
 
 
 def bound_gifts(
