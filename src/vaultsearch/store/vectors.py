@@ -269,7 +269,7 @@ def _held_here(seg: Segment) -> None:
     _ = seg.ids, seg.live_mask
     if seg.entry.ann is not None:
         _ = seg.ann_index
-    elif seg.rows.dtype == np.float16 and len(seg.rows) >= HALF_SCAN_ROWS:
+    elif _half_scanned(seg):
         _half_index(seg)
     else:
         float_rows(seg)
@@ -281,7 +281,7 @@ def _segment_top(
     """A segment's top-k (scores, positions): flat, or the candidates of its approximate
     index scored by the flat kernel (the scores a flat scan gives them)."""
     if seg.entry.ann is None:
-        if seg.rows.dtype == np.float16 and len(seg.rows) >= HALF_SCAN_ROWS:
+        if _half_scanned(seg):
             return _half_top(query, seg, k, mask)
         return _flat_top(query, float_rows(seg), k, mask)
     from vaultsearch.store import ann
@@ -302,6 +302,12 @@ HALF_SLACK = 1e-3
 """More than twice the most a float16 scan's inner product can differ from the flat
 kernel's over the same floats (the sum of 384 float32 products taken in another order
 moves it by under 5e-5; ~3e-8 measured)."""
+
+
+def _half_scanned(seg: Segment) -> bool:
+    """Whether a flat segment is scanned in float16 (``_half_top``): what a search of it
+    uses and ``_held_here`` makes ahead of the split."""
+    return seg.rows.dtype == np.float16 and len(seg.rows) >= HALF_SCAN_ROWS
 
 
 def _half_top(
