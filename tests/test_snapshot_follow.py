@@ -360,7 +360,7 @@ def test_graph_records_followed_equal_the_base_with_the_delta_applied() -> None:
     import networkx as nx
 
     from vaultsearch.store.derived.graph import LinkGraph
-    from vaultsearch.store.graph import apply_records, followed
+    from vaultsearch.store.graph import apply_records, followed_counted
 
     rng = random.Random(11)
     paths = [f"p{i}.md" for i in range(30)]
@@ -398,7 +398,9 @@ def test_graph_records_followed_equal_the_base_with_the_delta_applied() -> None:
         if changed is None:
             graph, ways["whole"] = fresh(records), ways["whole"] + 1
         else:
-            graph, ways["followed"] = followed(reader.graph, changed), ways["followed"] + 1
+            graph, more = followed_counted(reader.graph, changed)
+            assert more == graph.number_of_edges() - reader.graph.number_of_edges()
+            ways["followed"] += 1
         expected = fresh(records)
         assert _shape(reader.graph) == before  # a search may still be reading it
         assert _shape(graph) == _shape(expected)

@@ -99,11 +99,6 @@ def apply_records(g: nx.DiGraph, records: dict[str, Record]) -> None:
     )
 
 
-def followed(g: nx.DiGraph, records: dict[str, Record]) -> nx.DiGraph:
-    """``g`` with ``records`` applied (``followed_counted`` without the count)."""
-    return followed_counted(g, records)[0]
-
-
 def followed_counted(g: nx.DiGraph, records: dict[str, Record]) -> tuple[nx.DiGraph, int]:
     """``g`` with ``records`` applied, as a new graph that shares with ``g`` the node
     and adjacency dicts the records do not touch: ``g`` stays as it was for a search
