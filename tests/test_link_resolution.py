@@ -151,3 +151,55 @@ def test_dendron_style_label_first_links_resolve_through_the_label() -> None:
     assert resolver.resolve_link("Label Note", "dendron.topic.publish") == "Label Note.md"
     assert resolver.resolve_link("Nowhere", "Also nowhere") is None
     assert resolver.resolve_link("Nowhere", None) is None
+
+
+def _targets(paths: list[str]) -> list[str]:
+    """Every way a link could name these files, and the case and folder variants that
+    make names collide: what two resolvers must answer alike."""
+    out = ["Nowhere", "a/", "../x", "./Same"]
+    for path in paths:
+        stem = path.rsplit(".", 1)[0]
+        base = stem.rsplit("/", 1)[-1]
+        out += [path, stem, base, path.upper(), base.lower(), f"./{base}", f"../{base}"]
+        out += [f"{base} alias", f"sub/{base}", path.swapcase()]
+    return out
+
+
+def _answers(resolver: LinkResolver, targets: list[str], sources: list[str]) -> list[object]:
+    return [resolver.resolve(t, s) for s in sources for t in targets]
+
+
+def test_adding_and_removing_files_resolves_as_a_fresh_build() -> None:
+    """A long-lived writer adds, removes and re-adds files (a move is both, an alias
+    change too) instead of building again: after every step every link resolves as a
+    resolver built from the files now there. Names collide on purpose: the same file
+    name in several folders, paths differing only in case, a stem shared by a note and
+    a file, several notes with one alias, a path added twice."""
+    import random
+
+    rng = random.Random(10)
+    names = ["Same", "same", "Other", "Deep", "x"]
+    folders = ["", "a/", "A/", "a/b/", "sub/"]
+    exts = [".md", ".MD", ".markdown", "", ".png"]
+    kept: list[tuple[str, list[str]]] = []
+    resolver = LinkResolver([])
+    changed = 0
+    for step in range(400):
+        if kept and rng.random() < 0.45:
+            path = rng.choice(kept)[0]  # its latest adding goes, as ``remove`` says
+            kept.pop(max(i for i, (p, _) in enumerate(kept) if p == path))
+            assert resolver.remove(path)
+        else:
+            path = f"{rng.choice(folders)}{rng.choice(names)}{rng.choice(exts)}"
+            aliases = [f"{rng.choice(names)} alias" for _ in range(rng.randint(0, 2))]
+            kept.append((path, aliases))
+            resolver.add(path, aliases)
+        paths = sorted({p for p, _ in kept})
+        targets = _targets([*paths, "Same.md", "a/b/Deep.md"])
+        sources = ["Note.md", "a/b/Note.md", "sub/Note.md"]
+        fresh = LinkResolver(kept)
+        got, want = _answers(resolver, targets, sources), _answers(fresh, targets, sources)
+        assert got == want, step
+        changed += got != _answers(LinkResolver(kept[:-1]), targets, sources)
+    assert not resolver.remove("never/added.md")
+    assert changed > 100, "the steps hardly changed any answer: nothing was tested"

@@ -2,7 +2,8 @@
 updates the graph only where they moved (``store/derived/graph.py``): after every step
 of a series of adds, edits, alias changes, moves and deletes, the links the index holds
 are exactly what resolving every link from scratch gives, and its graph is the one
-built whole from them."""
+built whole from them. The writer is one long-lived process, as ``watch`` is: its link
+resolvers are built once and carried from step to step, never built again."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 from tests.conftest import write_files
 from vaultsearch import Vault
+from vaultsearch.indexing import linking
 from vaultsearch.indexing.linking import resolve_links
 from vaultsearch.store.catalog import Catalog
 from vaultsearch.store.derived import graph as derived_graph
@@ -20,7 +22,7 @@ from vaultsearch.store.derived.graph import GraphPart
 from vaultsearch.store.graph import build_graph, graph_data, load_graph, read_delta
 from vaultsearch.store.layout import IndexLayout
 from vaultsearch.store.manifest import read_state
-from vaultsearch.store.writer import copy_catalog
+from vaultsearch.store.writer import GenerationWriter, copy_catalog
 
 NAMES = ["Alpha", "Beta", "Gamma", "Delta", "Omega"]
 FOLDERS = ["", "a/", "a/b/", "c/"]
@@ -55,15 +57,31 @@ def _stored(catalog: Catalog) -> LinkState:
     return [(x.source_id, x.target, x.label, x.line, x.target_path) for x in catalog.links()]
 
 
-def _resolved_from_scratch(index_dir: Path, scratch: Path) -> LinkState:
+def _resolved_from_scratch(
+    index_dir: Path, scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> LinkState:
+    """Every link resolved by resolvers built from every note, in resolvers of its own:
+    the writer's kept ones stay as a long-lived writer would have them."""
     scratch.unlink(missing_ok=True)
     copy_catalog(IndexLayout(index_dir).live.catalog, scratch)
     catalog = Catalog(scratch)
     try:
-        with catalog.transaction():
+        with monkeypatch.context() as patch, catalog.transaction():
+            patch.setattr(linking, "_KEPT", {})
             catalog.db.execute("UPDATE links SET target_path=NULL")
             resolve_links(catalog, everything=True)
         return _stored(catalog)
+    finally:
+        catalog.close()
+
+
+def _kept(index_dir: Path) -> object:
+    """The writer's kept resolvers, which must be keyed by the catalog's names now."""
+    catalog = Catalog(IndexLayout(index_dir).live.catalog, readonly=True)
+    try:
+        (key, kept), *others = linking._KEPT.items()
+        assert not others and key == (str(catalog.path), catalog.names_token())
+        return kept
     finally:
         catalog.close()
 
@@ -113,7 +131,9 @@ def test_incremental_links_and_graph_equal_resolving_and_building_everything(
     with Vault.open(root, index_dir=index_dir) as vault:
         vault.index()
         before: dict[tuple[int, str, int], str | None] = {}
-        for step in range(25):
+        kept, names_changed = _kept(index_dir), 0
+        token = next(iter(linking._KEPT))[1]
+        for step in range(40):
             touched = _step(rng, root, files)
             base = GraphPart.location(IndexLayout(index_dir).live).stat()
             if by == "paths":
@@ -134,7 +154,10 @@ def test_incremental_links_and_graph_equal_resolving_and_building_everything(
                 counted = catalog.graph_counts()
             finally:
                 catalog.close()
-            assert stored == _resolved_from_scratch(index_dir, tmp_path / "scratch.sqlite"), step
+            scratch = tmp_path / "scratch.sqlite"
+            assert stored == _resolved_from_scratch(index_dir, scratch, monkeypatch), step
+            assert _kept(index_dir) is kept, step  # carried over, not built again
+            names_changed += token != (token := next(iter(linking._KEPT))[1])
             loaded = load_graph(GraphPart.location(live))
             assert graph_data(loaded) == built, step
             state = read_state(live.root) or {}
@@ -145,6 +168,7 @@ def test_incremental_links_and_graph_equal_resolving_and_building_everything(
             moved_elsewhere += sum(1 for k, p in now.items() if k in before and before[k] != p)
             before = {(s, t, line): p for s, t, _, line, p in stored}
     assert moved_elsewhere > 0, "no step moved a link of an unchanged note: nothing was tested"
+    assert names_changed > 20, names_changed
     assert (compactions > 2) == (compact_min == 3), compactions
     assert any(p is not None for *_, p in stored) and any(p is None for *_, p in stored)
 
@@ -172,3 +196,31 @@ def test_a_lost_delta_is_found_by_check_even_where_the_base_alone_agrees(
         delta.write_text(same_graph, encoding="utf-8")  # parses, and gives the same graph
         problems = vault.manager().verify().problems
         assert "graph: graph.delta.json differs from the checksum the writer recorded" in problems
+
+
+def test_a_run_that_fails_after_carrying_the_resolvers_leaves_none_ahead_of_the_catalog(
+    tmp_path: Path, embedder: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run adds ``Target.md`` and carries the writer's resolvers over to it, then
+    fails before its commit: the catalog never had ``Target.md``. The next run, which
+    resolves ``[[Target]]`` again, must not find it in resolvers that ran ahead."""
+    root = write_files(tmp_path / "vault", {"A.md": "# A\n\n[[Target]]\n", "B.md": "# B\n"})
+    with Vault.open(root, index_dir=tmp_path / "index") as vault:
+        vault.index()
+        write_files(root, {"Target.md": "# Target\n"})
+        with monkeypatch.context() as patch:
+            patch.setattr(GenerationWriter, "commit", _fail)
+            with pytest.raises(RuntimeError, match="after the links"):
+                vault.manager().update(paths=["Target.md"])
+        (root / "Target.md").unlink()
+        write_files(root, {"A.md": "# A\n\n[[Target]] again\n"})
+        vault.manager().update(paths=["A.md", "Target.md"])
+        catalog = Catalog(IndexLayout(tmp_path / "index").live.catalog, readonly=True)
+        try:
+            assert [(x.target, x.target_path) for x in catalog.links()] == [("Target", None)]
+        finally:
+            catalog.close()
+
+
+def _fail(*_: object) -> None:
+    raise RuntimeError("a failure after the links were resolved")

@@ -296,6 +296,9 @@ class Catalog:
         self.link_sources: set[int] = set()
         """Notes whose links must be resolved again (their links or their path changed)."""
         self.link_keys: set[str] = set()
+        self.name_paths: set[str] = set()
+        """Paths (old and new) of the notes behind ``link_keys``: where a kept link
+        resolver may now differ from the notes (``indexing/linking.py``)."""
         self.unsealed: dict[str, set[Any]] = {table: set() for table in rowsums.KEYS}
         """The rows this connection wrote, by table and ``rowsums.KEYS``: summed at commit."""
         self.graph_sources: set[int] = set()
@@ -496,9 +499,11 @@ class Catalog:
         rel = _relative(note.path, source)
         if row is None:
             self.link_keys |= note_keys(rel, note.aliases)
+            self.name_paths.add(note.path)
         elif json.loads(row[1]) != list(note.aliases) or row[2] != source:
             self.link_keys |= note_keys(rel, note.aliases)
             self.link_keys |= note_keys(_relative(note.path, row[2]), json.loads(row[1]))
+            self.name_paths.add(note.path)
         if row:
             self.db.execute(
                 "UPDATE notes SET content_hash=?, mtime_ns=?, size=?, title=?, aliases=?, tags=?,"
@@ -531,9 +536,11 @@ class Catalog:
             return
         aliases = json.loads(row[1])
         self.link_keys |= note_keys(_relative(row[0], row[2]), aliases)
+        self.name_paths.add(row[0])
         if new_path is not None:
             self.link_keys |= note_keys(_relative(new_path, row[2]), aliases)
             self.link_sources.add(note_id)
+            self.name_paths.add(new_path)
 
     def move_note(self, note_id: int, new_path: str, mtime_ns: int, title: str | None) -> None:
         self._note_moves(note_id, new_path)
@@ -781,9 +788,16 @@ class Catalog:
         sql = "SELECT id FROM notes WHERE path IN ({marks})"
         return {r[0] for r in self._select_in(sql, sorted(set(paths)))}
 
-    def note_names(self) -> list[tuple[int, str, str, list[str]]]:
-        """(id, path, source, aliases) of every note: what a link resolver is built from."""
-        rows = self.db.execute(f"SELECT id, path, {self.column('source')}, aliases FROM notes")
+    def note_names(
+        self, paths: Iterable[str] | None = None
+    ) -> list[tuple[int, str, str, list[str]]]:
+        """(id, path, source, aliases) of every note, or of the notes at these paths:
+        what a link resolver is built from, or brought up to date with."""
+        sql = f"SELECT id, path, {self.column('source')}, aliases FROM notes"
+        if paths is None:
+            rows: Iterable[Any] = self.db.execute(sql)
+        else:
+            rows = self._select_in(f"{sql} WHERE path IN ({{marks}})", sorted(set(paths)))
         return [(r[0], r[1], r[2], [] if r[3] == "[]" else json.loads(r[3])) for r in rows]
 
     def links(self) -> list[LinkRow]:
