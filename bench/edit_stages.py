@@ -13,6 +13,14 @@ Run on a kept index (``bench/scale.py --keep``; never an index someone else read
 ``python bench/edit_stages.py VAULT INDEX [--edits 5] [--strace]``. The edited note
 (``copy00``'s median-size note, as in ``scale.py``) is restored at the end, and one
 last update puts the index back level with it.
+
+``--notes``: instead of editing that note, each step is one of a new note's life in
+``copy00``, in turn: added (with a wikilink to the edited note), edited, moved to
+another folder, deleted; what each costs is reported by kind. These change the
+vault's note names, which a content edit never does. With ``--trees``, give each tree
+its own copy of the index (``--indexes``, one per tree, all of the same vault): a
+writer that finds another process changed the names builds its link resolvers again,
+so two trees' writers on one index would each see the other's changes as foreign.
 """
 
 from __future__ import annotations
@@ -36,6 +44,56 @@ from _child import LineChild
 
 EDITED_COPY = "copy00"
 MARK = "/vaultsearch-edit-stages-mark"
+NOTE_STEPS = ("add", "edit", "move", "delete")
+
+
+class Step:
+    """One change to the vault, as a watcher would report it to the writer: the paths
+    it names, and what a reader's keyword search for ``token`` must then show (``path``
+    among the hits, or no longer, ``gone``)."""
+
+    def __init__(
+        self, kind: str, paths: list[str], path: str, token: str, gone: bool = False
+    ) -> None:
+        self.kind, self.paths, self.path, self.token, self.gone = kind, paths, path, token, gone
+
+
+def note_step(vault: Path, i: int, tag: str, link_to: str) -> Step:
+    """Step ``i`` of the new notes' lives (``NOTE_STEPS`` in turn): note ``i // 4`` is
+    added with a wikilink, edited, moved, deleted. ``tag`` keeps tokens apart between
+    runs and trees."""
+    kind, n = NOTE_STEPS[i % len(NOTE_STEPS)], i // len(NOTE_STEPS)
+    new = f"{EDITED_COPY}/edit-stages-new-{tag}-{n}.md"
+    moved = f"{EDITED_COPY}/edit-stages-moved/edit-stages-note-{tag}-{n}.md"
+    first, second = f"zqnew{tag}x{n}first", f"zqnew{tag}x{n}second"
+    if kind == "add":
+        (vault / new).write_text(f"# New {n}\n\n{first}: see [[{link_to}]].\n", "utf-8")
+        return Step(kind, [new], new, first)
+    if kind == "edit":
+        text = f"# New {n}\n\n{second}: see [[{link_to}]] again.\n"
+        (vault / new).write_text(text, "utf-8")
+        return Step(kind, [new], new, second)
+    if kind == "move":
+        (vault / moved).parent.mkdir(exist_ok=True)
+        (vault / new).rename(vault / moved)
+        return Step(kind, [new, moved], moved, second)
+    (vault / moved).unlink()
+    return Step(kind, [moved], moved, second, gone=True)
+
+
+def undo_note_steps(vault: Path, tag: str) -> list[str]:
+    """Remove what an interrupted ``--notes`` run left; returns the paths to update."""
+    left = [
+        p
+        for pattern in (f"edit-stages-new-{tag}-*.md", f"edit-stages-moved/*-{tag}-*.md")
+        for p in (vault / EDITED_COPY).glob(pattern)
+    ]
+    for p in left:
+        p.unlink()
+    with contextlib.suppress(OSError):
+        (vault / EDITED_COPY / "edit-stages-moved").rmdir()
+    return [p.relative_to(vault).as_posix() for p in left]
+
 
 WRITER_STAGES: list[tuple[str, str, str]] = [
     ("update, all", "indexing/manager.py", "update"),
@@ -131,6 +189,10 @@ def _measured(call: Any, profile: bool, wanted: list[tuple[str, str, str]]) -> d
     }
 
 
+def _counts(summary: Any) -> dict[str, int]:
+    return {k: getattr(summary, k) for k in ("added", "updated", "moved", "removed")}
+
+
 def child_writer(vault: str, index_dir: str) -> None:
     from vaultsearch import Vault
 
@@ -141,8 +203,9 @@ def child_writer(vault: str, index_dir: str) -> None:
         print(json.dumps({"ready": True}), flush=True)
         for line in sys.stdin:
             cmd = json.loads(line)
+            paths = cmd.get("paths") or [cmd["path"]]
             out = _measured(
-                lambda cmd=cmd: manager.update(paths=[cmd["path"]]).updated,
+                lambda paths=paths: _counts(manager.update(paths=paths)),
                 cmd["profile"],
                 WRITER_STAGES,
             )
@@ -159,15 +222,17 @@ def child_reader(vault: str, index_dir: str) -> None:
         for line in sys.stdin:
             cmd = json.loads(line)
             if "t0" in cmd:  # as bench/scale.py's reader: a search every 10 ms until found
-                while not any(
+                want = not cmd.get("gone", False)
+                while want != any(
                     h.path == cmd["path"] for h in v.search(cmd["token"], mode="keyword")
                 ):
                     time.sleep(0.01)
                 print(json.dumps({"seconds": time.monotonic() - cmd["t0"]}), flush=True)
                 continue
             out = _measured(
-                lambda cmd=cmd: any(
-                    h.path == cmd["path"] for h in v.search(cmd["token"], mode="keyword")
+                lambda cmd=cmd: (
+                    cmd.get("gone", False)
+                    != any(h.path == cmd["path"] for h in v.search(cmd["token"], mode="keyword"))
                 ),
                 cmd["profile"],
                 READER_STAGES,
@@ -270,6 +335,17 @@ def main() -> None:
         nargs="+",
         help="source trees to compare: edit -> searchable in one interleaved run",
     )
+    parser.add_argument(
+        "--notes",
+        action="store_true",
+        help="steps of new notes' lives (add, edit, move, delete) instead of edits of one",
+    )
+    parser.add_argument(
+        "--indexes",
+        type=Path,
+        nargs="+",
+        help="with --trees: one copy of the index per tree (INDEX is then unused)",
+    )
     args = parser.parse_args()
     if args.child:
         role, vault, index = args.child
@@ -283,7 +359,12 @@ def main() -> None:
     rel = note.relative_to(vault).as_posix()
     original = note.read_text(encoding="utf-8")
     if args.trees:
-        visible(vault, index, note, args.trees, args.edits)
+        if args.indexes is not None and len(args.indexes) != len(args.trees):
+            parser.error("--indexes: one index per tree")
+        if args.notes and args.indexes is None and len(args.trees) > 1:
+            parser.error("--notes --trees: give each tree its own index (--indexes)")
+        indexes = [i.resolve() for i in args.indexes] if args.indexes else None
+        visible(vault, index, note, args.trees, args.edits, indexes, args.notes)
         return
     traces = None
     if args.strace is not None:
@@ -291,74 +372,122 @@ def main() -> None:
         traces = {r: args.strace / f"{r}.trace" for r in ("writer", "reader")}
     writer = Child("writer", vault, index, traces and traces["writer"], args.tree)
     reader = Child("reader", vault, index, traces and traces["reader"], args.tree)
-    rows = []
+    tag = str(os.getpid())
+    rows: list[dict[str, Any]] = []
     try:
         writer.ask()
         reader.ask()
+        if args.notes:  # a writer's first run builds its link resolvers: not counted
+            writer.ask({"path": rel, "profile": False})
         for i in range(args.edits):
-            token = f"zqstages{os.getpid()}x{i}token"
-            note.write_text(f"{original}\n\nEdited: {token}\n", encoding="utf-8")
-            w = writer.ask({"path": rel, "profile": not args.no_profile})
-            r = reader.ask({"path": rel, "token": token, "profile": not args.no_profile})
+            if args.notes:
+                step = note_step(vault, i, tag, note.stem)
+            else:
+                token = f"zqstages{os.getpid()}x{i}token"
+                note.write_text(f"{original}\n\nEdited: {token}\n", encoding="utf-8")
+                step = Step("edit", [rel], rel, token)
+            w = writer.ask({"paths": step.paths, "profile": not args.no_profile})
+            ask = {"path": step.path, "token": step.token, "gone": step.gone}
+            r = reader.ask({**ask, "profile": not args.no_profile})
             if not r["result"]:
-                raise SystemExit(f"edit {i}: the reader did not find {token}")
-            rows.append({"writer": w, "reader": r})
+                raise SystemExit(f"step {i} ({step.kind}): the reader did not see it")
+            rows.append({"kind": step.kind, "writer": w, "reader": r})
             print(
-                json.dumps({"edit": i, "writer_cpu_ms": w["cpu_ms"], "reader_cpu_ms": r["cpu_ms"]})
+                json.dumps(
+                    {
+                        "edit": i,
+                        "kind": step.kind,
+                        "writer_cpu_ms": w["cpu_ms"],
+                        "reader_cpu_ms": r["cpu_ms"],
+                    }
+                )
             )
     finally:
         note.write_text(original, encoding="utf-8")
         try:
-            writer.ask({"path": rel, "profile": False})
+            writer.ask({"paths": [rel, *undo_note_steps(vault, tag)], "profile": False})
         finally:
             writer.close()
             reader.close()
-    counted = rows[1:] if len(rows) > 1 else rows  # a writer's first run builds its resolvers
-    summary: dict[str, Any] = {"note": rel, "edits": len(counted)}
-    for side in ("writer", "reader"):
-        summary[side] = {
-            "cpu_ms_median": statistics.median(r[side]["cpu_ms"] for r in counted),
-            "read_bytes_median": statistics.median(r[side]["read_bytes"] for r in counted),
-            "read_syscalls_median": statistics.median(r[side]["read_syscalls"] for r in counted),
-            "stages_ms_median": {
-                k: round(statistics.median(r[side]["stages"][k] for r in counted), 2)
-                for k in counted[0][side]["stages"]
-            },
-        }
-        if traces is not None:
-            counts = trace_counts(traces[side])[: len(rows)]
-            summary[side]["trace"] = counts
-    print(json.dumps(summary, indent=1))
+    if not args.notes and len(rows) > 1:
+        rows = rows[1:]  # a writer's first run builds its resolvers
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_kind.setdefault(row["kind"], []).append(row)
+    for kind, counted in by_kind.items():
+        summary: dict[str, Any] = {"note": rel, "kind": kind, "edits": len(counted)}
+        for side in ("writer", "reader"):
+            summary[side] = {
+                "cpu_ms_median": statistics.median(r[side]["cpu_ms"] for r in counted),
+                "read_bytes_median": statistics.median(r[side]["read_bytes"] for r in counted),
+                "read_syscalls_median": statistics.median(
+                    r[side]["read_syscalls"] for r in counted
+                ),
+                "stages_ms_median": {
+                    k: round(statistics.median(r[side]["stages"][k] for r in counted), 2)
+                    for k in counted[0][side]["stages"]
+                },
+            }
+            if traces is not None and not args.notes:
+                summary[side]["trace"] = trace_counts(traces[side])[: len(rows) + 1]
+        print(json.dumps(summary, indent=1))
 
 
-def visible(vault: Path, index: Path, note: Path, trees: list[Path], edits: int) -> None:
+def visible(
+    vault: Path,
+    index: Path,
+    note: Path,
+    trees: list[Path],
+    edits: int,
+    indexes: list[Path] | None = None,
+    notes: bool = False,
+) -> None:
     """Edit -> searchable (bench/scale.py's measure: the file saved, a long-lived writer's
     update, a reader in another process polling a keyword search) for each source tree in
-    turn, ABBA order, on the same index; after each edit every other tree's reader
-    follows too (untimed), so each timed follow is of one generation."""
+    turn, ABBA order. On one shared index each tree makes its own edit, and after it every
+    other tree's reader follows too (untimed), so each timed follow is of one generation.
+    With ``indexes`` (one per tree) each change is made to the vault once and every tree's
+    writer brings its own index level with it, timed from its own start; ``notes``: the
+    changes are steps of new notes' lives (``note_step``)."""
     rel = note.relative_to(vault).as_posix()
     original = note.read_text(encoding="utf-8")
+    own = indexes or [index] * len(trees)
     pairs = [
-        (Child("writer", vault, index, tree=t), Child("reader", vault, index, tree=t))
-        for t in trees
+        (Child("writer", vault, i, tree=t), Child("reader", vault, i, tree=t))
+        for t, i in zip(trees, own, strict=True)
     ]
-    rows: dict[str, list[dict[str, float]]] = {str(t): [] for t in trees}
+    tag = str(os.getpid())
+    rows: dict[str, list[dict[str, Any]]] = {str(t): [] for t in trees}
     try:
         for w, r in pairs:
             w.ask()
             r.ask()
         for i in range(-1, edits):  # -1: each writer's first run builds its link resolvers
             order = list(range(len(trees)))
-            for n in order if i % 2 == 0 else order[::-1]:
-                token = f"zqvisible{os.getpid()}x{i}x{n}token"
-                t0 = time.monotonic()
+            shared: Step | None = None
+            if indexes is not None and i >= 0 and notes:
+                shared = note_step(vault, i, tag, note.stem)
+            elif indexes is not None:
+                token = f"zqvisible{tag}x{i}token"
                 note.write_text(f"{original}\n\nEdited: {token}\n", encoding="utf-8")
-                done = pairs[n][0].ask({"path": rel, "profile": False})
-                seen = pairs[n][1].ask({"path": rel, "token": token, "t0": t0})
-                for m, (_, other) in enumerate(pairs):
-                    if m != n:
-                        other.ask({"path": rel, "token": token, "t0": t0})
+                shared = Step("edit", [rel], rel, token)
+            for n in order if i % 2 == 0 else order[::-1]:
+                t0 = time.monotonic()
+                if shared is not None:
+                    step = shared
+                else:
+                    token = f"zqvisible{tag}x{i}x{n}token"
+                    note.write_text(f"{original}\n\nEdited: {token}\n", encoding="utf-8")
+                    step = Step("edit", [rel], rel, token)
+                done = pairs[n][0].ask({"paths": step.paths, "profile": False})
+                ask = {"path": step.path, "token": step.token, "gone": step.gone, "t0": t0}
+                seen = pairs[n][1].ask(ask)
+                if indexes is None:
+                    for m, (_, other) in enumerate(pairs):
+                        if m != n:
+                            other.ask(ask)
                 row = {
+                    "kind": step.kind,
                     "visible_s": seen["seconds"],
                     "writer_s": done["seconds"],
                     "writer_cpu_ms": done["cpu_ms"],
@@ -369,18 +498,24 @@ def visible(vault: Path, index: Path, note: Path, trees: list[Path], edits: int)
                 print(json.dumps({"edit": i, "tree": str(trees[n]), **row}), flush=True)
     finally:
         note.write_text(original, encoding="utf-8")
+        left = undo_note_steps(vault, tag)
         try:
-            pairs[0][0].ask({"path": rel, "profile": False})
+            for w, _ in pairs if indexes is not None else pairs[:1]:
+                w.ask({"paths": [rel, *left], "profile": False})
         finally:
             for w, r in pairs:
                 w.close()
                 r.close()
     for tree, got in rows.items():
-        summary = {
-            k: round(statistics.median(x[k] for x in got), 3)
-            for k in ("visible_s", "writer_s", "writer_cpu_ms", "load1")
-        }
-        print(json.dumps({"tree": tree, "edits": len(got), "median": summary}))
+        for kind in dict.fromkeys(x["kind"] for x in got):
+            of_kind = [x for x in got if x["kind"] == kind]
+            summary = {
+                k: round(statistics.median(x[k] for x in of_kind), 3)
+                for k in ("visible_s", "writer_s", "writer_cpu_ms", "load1")
+            }
+            print(
+                json.dumps({"tree": tree, "kind": kind, "edits": len(of_kind), "median": summary})
+            )
 
 
 if __name__ == "__main__":
