@@ -60,8 +60,11 @@ class LinkResolver:
         self._stems_ci: dict[str, str] = {}
         self._names: dict[str, list[str]] = {}
         self._aliases: dict[str, str] = {}
-        self._held: dict[str, list[list[str]]] = {}
-        """Path -> the alias keys of each time it was added: what ``remove`` takes back."""
+        self._held: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {}
+        """Path -> the alias keys it was added with (a list of them, one per adding, for
+        a path added more than once): what ``remove`` takes back. One shared empty
+        tuple for a file without aliases, most of them: a list per file made building
+        the 300k files of the million-chunk vault 35% slower (2.6 CPU-s, not 1.9)."""
         self._alias_paths: dict[str, list[str]] = {}
         """Alias key -> every path holding it, once per holding: where the next best is
         found when the best goes."""
@@ -84,12 +87,15 @@ class LinkResolver:
         when it was not there."""
         path = _clean(raw_path)
         held = self._held.get(path)
-        if not held:
+        if held is None:
             return False
-        alias_keys = held.pop()
-        if not held:
-            del self._held[path]
-            del self._exact[path]
+        if isinstance(held, list):
+            alias_keys = held.pop()
+            if len(held) == 1:
+                self._held[path] = held[0]
+        else:
+            alias_keys = held
+            del self._held[path], self._exact[path]
         name = posixpath.basename(path).lower()
         stem = _strip_note_ext(path)
         stem_name = None if stem is None else posixpath.basename(stem).lower()
@@ -138,21 +144,26 @@ class LinkResolver:
         name = posixpath.basename(path).lower()
         put(self._names.setdefault(name, []), path)
         stem = _strip_note_ext(path)
-        alias_keys: list[str] = []
-        self._held.setdefault(path, []).append(alias_keys)
-        if stem is None:
-            return
-        _keep_best(self._stems, stem, path)
-        _keep_best(self._stems_ci, stem.lower(), path)
-        stem_name = posixpath.basename(stem).lower()
-        if stem_name != name:
-            put(self._names.setdefault(stem_name, []), path)
-        for alias in aliases:
-            if isinstance(alias, str) and alias.strip():
-                key = alias.strip().lower()
-                alias_keys.append(key)
+        alias_keys: tuple[str, ...] = ()
+        if stem is not None:
+            _keep_best(self._stems, stem, path)
+            _keep_best(self._stems_ci, stem.lower(), path)
+            stem_name = posixpath.basename(stem).lower()
+            if stem_name != name:
+                put(self._names.setdefault(stem_name, []), path)
+            alias_keys = tuple(
+                a.strip().lower() for a in aliases if isinstance(a, str) and a.strip()
+            )
+            for key in alias_keys:
                 self._alias_paths.setdefault(key, []).append(path)
                 _keep_best(self._aliases, key, path)
+        held = self._held.get(path)
+        if held is None:
+            self._held[path] = alias_keys
+        elif isinstance(held, list):
+            held.append(alias_keys)
+        else:
+            self._held[path] = [held, alias_keys]
 
     def resolve(self, target: str, source_path: str | None = None) -> str | None:
         """Path, then path relative to the source note, then file name, then alias."""
