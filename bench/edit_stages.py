@@ -81,6 +81,12 @@ def note_step(vault: Path, i: int, tag: str, link_to: str) -> Step:
     return Step(kind, [moved], moved, second, gone=True)
 
 
+def warm_up(original: str, stem: str, token: str) -> str:
+    """The edited note with a wikilink more: a run resolves the note's links, so the
+    writer builds its link resolvers there, before the steps that are counted."""
+    return f"{original}\n\nEdited: {token} [[{stem}]]\n"
+
+
 def undo_note_steps(vault: Path, tag: str) -> list[str]:
     """Remove what an interrupted ``--notes`` run left; returns the paths to update."""
     left = [
@@ -378,6 +384,7 @@ def main() -> None:
         writer.ask()
         reader.ask()
         if args.notes:  # a writer's first run builds its link resolvers: not counted
+            note.write_text(warm_up(original, note.stem, tag), encoding="utf-8")
             writer.ask({"path": rel, "profile": False})
         for i in range(args.edits):
             if args.notes:
@@ -469,7 +476,8 @@ def visible(
                 shared = note_step(vault, i, tag, note.stem)
             elif indexes is not None:
                 token = f"zqvisible{tag}x{i}token"
-                note.write_text(f"{original}\n\nEdited: {token}\n", encoding="utf-8")
+                text = warm_up(original, note.stem, token) if notes else None
+                note.write_text(text or f"{original}\n\nEdited: {token}\n", encoding="utf-8")
                 shared = Step("edit", [rel], rel, token)
             for n in order if i % 2 == 0 else order[::-1]:
                 t0 = time.monotonic()
