@@ -86,6 +86,7 @@ for fb in (3, 5):
                     phrases=tuple(tuple(x) for x in p.phrases),
                     excluded=tuple(p.excluded),
                     expansions=tuple(r.expansions) + extra,
+                    tie_order=snap.tie_order,
                 )
                 br = dict(r.branches)
                 br["keyword"] = reader.search(q, K, None)

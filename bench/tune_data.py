@@ -158,6 +158,7 @@ class Dataset:
                     excluded=tuple(p.excluded),
                     expansions=r.expansions,
                     boosts=merged,
+                    tie_order=snap.tie_order,
                 )
                 out[q] = snap.reader("keywords").search(query, K, None)
             self._keyword[boosts] = out

@@ -237,11 +237,27 @@ class MilvusReader:
     def _ann(
         self, gen: str, field_: str, data: Any, k: int, expr: str, view: _View
     ) -> list[tuple[int, float]]:
-        res = self.client.search(
-            collection(gen, "chunks"), data=[data], anns_field=field_, limit=k,
-            filter=expr, output_fields=["note_id"],
-        )  # fmt: skip
-        return view.take(res[0], absolute=field_ == "sparse")
+        """The top ``k`` by the dense or the sparse (BM25) field. BM25 ties whole runs of
+        chunks (a note's copies, a lone word in chunks of one length), and which of a tie
+        at the cut the engine keeps depends on where it stored them: so the sparse side
+        reads as the local keyword index does (``store.keywords._top``), twice ``k``, four
+        times more while the last read still ties the k-th (up to ``MAX_LIMIT``), and
+        cuts the tie by chunk id."""
+        sparse = field_ == "sparse"
+        limit = min(2 * k, MAX_LIMIT) if sparse else k
+        while True:
+            res = self.client.search(
+                collection(gen, "chunks"), data=[data], anns_field=field_, limit=limit,
+                filter=expr, output_fields=["note_id"],
+            )  # fmt: skip
+            hits = view.take(res[0], absolute=sparse)
+            if not sparse or len(hits) < limit or limit >= MAX_LIMIT:
+                break
+            scores = sorted((s for _, s in hits), reverse=True)
+            if scores[-1] < scores[k - 1]:  # the tie at the cut ends among the hits read
+                break
+            limit = min(4 * limit, MAX_LIMIT)
+        return sorted(hits, key=lambda h: (-h[1], h[0]))[:k] if sparse else hits
 
     def _milvus_rrf(
         self, gen: str, terms: str, vector: np.ndarray, k: int, expr: str, view: _View

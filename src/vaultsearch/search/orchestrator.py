@@ -326,6 +326,7 @@ class QueryOrchestrator:
             terms=tuple(parsed.keyword_terms),
             phrases=tuple(tuple(p) for p in parsed.phrases),
             excluded=tuple(parsed.excluded),
+            tie_order=snap.tie_order,
         )
         vector: list[np.ndarray] = []
         vector_ready = threading.Event()

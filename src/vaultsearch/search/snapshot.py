@@ -280,6 +280,17 @@ class Snapshot:
         """The notes these chunks belong to (an id this generation lacks is skipped)."""
         return {nid for cid in chunk_ids if (nid := self.note_of_chunk.get(cid)) is not None}
 
+    def tie_order(self, chunk_ids: Sequence[int]) -> list[tuple[str, int]]:
+        """Each chunk's note path and id: the order a branch gives chunks of equal score
+        (``Query.tie_order``), a function of the vault alone. A chunk id alone is the
+        order chunks were written: a catalog rebuilt from the files (``check --repair``)
+        numbers the notes edited since the first build anew; a note's own chunks are
+        numbered in their order in it."""
+        note_of, notes = self.note_of_chunk.get, self.notes
+        return [
+            (notes[nid].path if (nid := note_of(cid)) is not None else "", cid) for cid in chunk_ids
+        ]
+
     def notes_containing(self, excluded: Sequence[str]) -> set[int]:
         """Notes with a chunk holding an excluded word, matched as keyword search matches
         (stemmed, any field): ``-word`` removes the same notes in every mode."""

@@ -12,7 +12,7 @@ the role a search gives it, so nothing else names FAISS, Tantivy or the graph.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -48,6 +48,10 @@ class Query:
     vector: np.ndarray | None = None
     boosts: Mapping[str, float] | None = None
     """Field weights for a lexical index instead of the configured ones (the tuning bench)."""
+    tie_order: Callable[[Sequence[int]], Sequence[Any]] | None = None
+    """Sort keys of chunk ids, by which a lexical index orders hits of equal score and
+    so cuts a tie at its k-th (``Snapshot.tie_order``: the note's path, then the chunk
+    id); None: by chunk id alone."""
 
 
 class Reader(Protocol):

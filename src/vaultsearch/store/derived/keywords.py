@@ -384,7 +384,14 @@ class GuardedReader:
         boosts = self.boosts if query.boosts is None else query.boosts
         return guarded(
             lambda: self._index.search(
-                query.terms, query.phrases, query.excluded, boosts, k, allowed, query.expansions
+                query.terms,
+                query.phrases,
+                query.excluded,
+                boosts,
+                k,
+                allowed,
+                query.expansions,
+                query.tie_order,
             ),
             "search",
         )
