@@ -531,7 +531,7 @@ def test_a_float16_scan_scores_only_its_near_candidates_from_memory(
 
     monkeypatch.setattr(vectors, "decode", counted)
     monkeypatch.setattr(Segment, "take_rows", no_file)
-    for trial in range(10):
+    for _ in range(10):
         query = rng.standard_normal(dim, dtype=np.float32)
         decoded.clear()
         got = reader.search(query, 10)
