@@ -194,30 +194,23 @@ def test_the_completion_fused_ranks_as_every_completed_chunk_fused(
         v.close()
 
 
-def test_each_chunk_is_scored_once_a_retrieval(
+def test_each_retrieved_chunk_is_re_scored_once(
     vault: Vault, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The completion scores no chunk of a note the semantic branch found (it leaves those
-    notes out anyway), and the sentence re-scorer scores each retrieved chunk once: the
-    dense side leaves the chunks the keyword side found to it. The embedding waits for
-    the keyword search here, as it finishes first on a real index."""
+    """The sentence re-scorer scores each retrieved chunk once a retrieval: the dense
+    side leaves the chunks the keyword side found to it, which re-scores them anyway.
+    The embedding waits for the keyword search here, as it finishes first on a real
+    index."""
     import threading
 
     from vaultsearch.store.derived.keywords import GuardedReader
     from vaultsearch.store.derived.sentences import SentenceVectors
-    from vaultsearch.store.derived.vectors import VectorReader
 
     orch = vault.orchestrator
     snap = orch.snapshot()
-    completed: list[int] = []
     rescored: list[int] = []
     keyword_done = threading.Event()
-    scores, search, embed = VectorReader.scores, SentenceVectors.search, orch.embedder.embed_query
-    keyword = GuardedReader.search
-
-    def recorded_scores(self: VectorReader, query: object, ids: object) -> object:
-        completed.extend(np.asarray(ids).tolist())
-        return scores(self, query, ids)  # type: ignore[arg-type]
+    search, embed, keyword = SentenceVectors.search, orch.embedder.embed_query, GuardedReader.search
 
     def recorded_search(self: SentenceVectors, query: object, k: int, allowed: object) -> object:
         rescored.extend(np.asarray(allowed).tolist())
@@ -233,34 +226,12 @@ def test_each_chunk_is_scored_once_a_retrieval(
         keyword_done.wait()
         return embed(text)
 
-    monkeypatch.setattr(VectorReader, "scores", recorded_scores)
     monkeypatch.setattr(SentenceVectors, "search", recorded_search)
     monkeypatch.setattr(GuardedReader, "search", keyword_first)
     monkeypatch.setattr(orch.embedder, "embed_query", embed_after)
     r = orch.retrieve(snap, parse_query(QUERY), "hybrid", 2)
-    semantic = {snap.note_of_chunk[c] for c, _ in r.branches["semantic"]}
-    keyword_notes = {snap.note_of_chunk[c] for c, _ in r.branches["keyword"]}
-    assert semantic & keyword_notes  # a note both found: its chunks were scored before
-    assert completed and not {snap.note_of_chunk[c] for c in completed} & semantic
     both = {c for c, _ in r.branches["semantic"]} & {c for c, _ in r.branches["keyword"]}
-    assert both and len(rescored) == len(set(rescored))
-    assert r.completion["semantic"]  # what is left of it is still there
-
-
-def test_a_failed_vector_search_leaves_no_keyword_job_waiting(
-    vault: Vault, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The keyword job waits for the semantic branch's notes before it completes them: a
-    vector search that fails must release it, or each failed query would hold a pool
-    worker and the searches after it would wait for ever."""
-    from vaultsearch.store.derived.vectors import VectorReader
-
-    def broken(self: VectorReader, *args: object) -> object:
-        raise OSError("a segment file went away")
-
-    monkeypatch.setattr(VectorReader, "search", broken)
-    for _ in range(3):  # more failures than the pool has workers
-        with pytest.raises(OSError):
-            vault.search(QUERY)
-    monkeypatch.undo()
-    assert vault.search(QUERY)
+    assert both  # a chunk both branches found: it was re-scored on both sides before
+    assert len(rescored) == len(set(rescored))
+    found = {c for b in ("semantic", "keyword") for c, _ in r.branches[b]}
+    assert {c for c, _ in r.branches["sentences"]} <= found <= set(rescored)

@@ -330,12 +330,6 @@ class QueryOrchestrator:
         vector: list[np.ndarray] = []
         vector_ready = threading.Event()
         lexical_chunks: list[set[int]] = []
-        dense_notes: dict[str, set[int]] = {}
-        dense_done = threading.Event()
-
-        def dense_found() -> dict[str, set[int]]:
-            dense_done.wait()
-            return dense_notes
 
         readable = bool(query.terms) and (bool(lexical) or "keywords" not in snap.damaged)
         expanded = snap.lexicon.expand(query.terms) if readable else []
@@ -379,7 +373,7 @@ class QueryOrchestrator:
                 vector_ready.wait()
                 if vector:
                     found = replace(q, vector=vector[0])
-                    scored = _score_found(snap, out, found, completing, rescorers, dense_found)
+                    scored = _score_found(snap, out, found, completing, rescorers)
             return out, scored
 
         job = self._pool.submit(lexical_side) if lexical and dense else None
@@ -394,17 +388,10 @@ class QueryOrchestrator:
             finally:
                 vector_ready.set()  # the lexical side waits for it, also when embedding fails
             query = replace(query, vector=vector[0])
-            try:
-                for c in dense:
-                    results[c.branch] = snap.readers[c.name].search(query, k, allowed)
-                    timings[f"{c.branch}_start"] = t
-                    timings[f"{c.branch}_end"] = t = time.perf_counter()
-                dense_notes.update(
-                    (c.branch, snap.notes_of(cid for cid, _ in results[c.branch]))
-                    for c in completing
-                )
-            finally:
-                dense_done.set()  # the lexical side waits for it, also when a search fails
+            for c in dense:
+                results[c.branch] = snap.readers[c.name].search(query, k, allowed)
+                timings[f"{c.branch}_start"], timings[f"{c.branch}_end"] = t, time.perf_counter()
+                t = time.perf_counter()
         candidates = [cid for c in dense for cid, _ in results[c.branch]] if vector else []
         early: dict[str, dict[int, float]] = {}
         if job is not None and vector:
@@ -682,25 +669,15 @@ def _score_found(
     query: Query,
     completing: list[type[DerivedIndex]],
     rescorers: list[type[DerivedIndex]],
-    dense_found: Callable[[], dict[str, set[int]]] = dict,
 ) -> _Scored:
-    """The re-scorers' scores of the lexical branches' chunks, then each completing
-    branch's scores of every chunk of the notes the lexical branches found and that
-    branch did not. ``dense_found``: per completing branch, the notes its own search
-    found, waited for after the re-scoring (the search runs meanwhile on the other
-    thread); the completion leaves those notes out anyway (``_Scored.completion``), and
-    scoring their chunks was a third of its work at a million chunks (179 of 482 chunks
-    a query). A branch it does not name keeps every note."""
     found = list(dict.fromkeys(cid for hits in lexical.values() for cid, _ in hits))
-    rescored = {c.branch: _rescored(snap, c, query, found) for c in rescorers}
-    notes = snap.notes_of(found) if completing else set()
-    seen = dense_found() if completing else {}
+    chunks = snap.chunks_of_notes(snap.notes_of(found)) if completing else None
     cosines = {}
     for c in completing:
-        chunks = snap.chunks_of_notes(notes - seen.get(c.branch, set()))
         if chunks is not None and len(chunks):
             ids, scores = snap.readers[c.name].scores(query, chunks)
             cosines[c.branch] = ChunkScores(ids, scores, snap.note_of_chunk.many(ids))
+    rescored = {c.branch: _rescored(snap, c, query, found) for c in rescorers}
     return _Scored(cosines, rescored)
 
 
