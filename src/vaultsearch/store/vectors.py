@@ -337,10 +337,22 @@ def _half_top(
         if want >= selected or approx[want - 1] < approx[k - 1] - HALF_SLACK:
             break
         want *= 4
-    picked = np.sort(labels[labels >= 0])
-    scores, at = _flat_top(query, _candidate_rows(seg, picked), len(picked), None)
+    # a row whose float16 score is below the k-th's by more than the slack cannot reach
+    # the k-th's flat score (the loop's own bound): of the 2k asked for, ~k are scored
+    picked = np.sort(labels[(labels >= 0) & (approx >= approx[k - 1] - HALF_SLACK)])
+    rows = decode(_half_rows(index, seg.rows.shape[1])[picked])
+    scores, at = _flat_top(query, rows, len(picked), None)
     top = np.lexsort((picked[at], -scores))[:k]
     return scores[top], picked[at][top]
+
+
+def _half_rows(index: Any, dim: int) -> np.ndarray:
+    """The float16 index's codes as the segment's rows (a view, not a copy: they are
+    the rows' bytes), for its candidates to be read from memory the scan holds anyway
+    rather than from the file, a ``pread`` each (~100 a segment a query). The caller
+    holds ``index`` while it reads the view."""
+    codes = faiss.rev_swig_ptr(index.codes.data(), index.codes.size())
+    return np.asarray(codes).view(np.float16).reshape(-1, dim)
 
 
 def _half_index(seg: Segment) -> Any:
