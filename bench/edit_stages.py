@@ -229,11 +229,14 @@ def child_reader(vault: str, index_dir: str) -> None:
             cmd = json.loads(line)
             if "t0" in cmd:  # as bench/scale.py's reader: a search every 10 ms until found
                 want = not cmd.get("gone", False)
+                cpu = time.process_time()
                 while want != any(
                     h.path == cmd["path"] for h in v.search(cmd["token"], mode="keyword")
                 ):
                     time.sleep(0.01)
-                print(json.dumps({"seconds": time.monotonic() - cmd["t0"]}), flush=True)
+                seconds = time.monotonic() - cmd["t0"]
+                cpu_ms = (time.process_time() - cpu) * 1000  # its refresh and polls, all threads
+                print(json.dumps({"seconds": seconds, "cpu_ms": cpu_ms}), flush=True)
                 continue
             out = _measured(
                 lambda cmd=cmd: (
@@ -499,6 +502,8 @@ def visible(
                     "visible_s": seen["seconds"],
                     "writer_s": done["seconds"],
                     "writer_cpu_ms": done["cpu_ms"],
+                    "reader_s": seen["seconds"] - done["seconds"],
+                    "reader_cpu_ms": seen.get("cpu_ms", 0.0),
                     "load1": os.getloadavg()[0],
                 }
                 if i >= 0:
@@ -519,7 +524,14 @@ def visible(
             of_kind = [x for x in got if x["kind"] == kind]
             summary = {
                 k: round(statistics.median(x[k] for x in of_kind), 3)
-                for k in ("visible_s", "writer_s", "writer_cpu_ms", "load1")
+                for k in (
+                    "visible_s",
+                    "writer_s",
+                    "writer_cpu_ms",
+                    "reader_s",
+                    "reader_cpu_ms",
+                    "load1",
+                )
             }
             print(
                 json.dumps({"tree": tree, "kind": kind, "edits": len(of_kind), "median": summary})

@@ -409,6 +409,80 @@ def test_graph_records_followed_equal_the_base_with_the_delta_applied() -> None:
     assert ways["followed"] > 100 and ways["whole"] > 0
 
 
+def test_a_graph_followed_by_fresh_records_alone_equals_a_fresh_read() -> None:
+    """A follower given only the records the delta's new parts hold (as ``follow``
+    reads them) must hold what a fresh read of base + whole delta holds: when a note
+    appears (added, moved in, back after a delete) the older delta records linking to
+    it are found through the map of link targets the followers hand on, which each
+    follow updates with its records. Sometimes a reader is followed twice (a follower
+    took its map, and changed it with other records): the second must be right."""
+    import random
+
+    import networkx as nx
+
+    from vaultsearch.store.derived.graph import LinkGraph
+    from vaultsearch.store.graph import apply_records
+    from vaultsearch.store.graphlinkers import Linkers
+
+    rng = random.Random(23)
+    paths = [f"p{i}.md" for i in range(40)]
+    base = nx.DiGraph()
+    for p in paths[:20]:
+        base.add_node(p, title=p, tags=[], aliases=[])
+    for _ in range(40):
+        a, b = rng.sample(paths[:20], 2)
+        base.add_edge(a, b, count=1, embeds=0)
+    base.graph["unresolved_links"] = 0
+
+    def fresh(records: dict[str, object]) -> nx.DiGraph:
+        g = base.copy()
+        apply_records(g, records)  # type: ignore[arg-type]
+        return g
+
+    header, key = {"nodes": 20, "crc32": 1}, (1, 1, 1)
+    records: dict[str, object] = {}
+    reader = LinkGraph(fresh(records), header, key, {}, frozenset(base))
+    ways = {"followed": 0, "whole": 0, "appeared": 0, "twice": 0}
+    for _ in range(400):
+        part: dict[str, object] = {}
+        for path in rng.sample(paths, rng.randint(1, 3)):
+            if rng.random() < 0.3:
+                part[path] = None
+                continue
+            now = fresh({**records, **part})
+            targets = [t for t in rng.sample(paths, 5) if t in now and t != path]
+            out = [[t, rng.randint(1, 2), 0] for t in sorted(targets)]
+            part[path] = {"title": path, "out": out}
+            if rng.random() < 0.3:
+                part[path]["unresolved"] = {"gone": rng.randint(1, 3)}  # type: ignore[index]
+        records = {**records, **part}
+        expected = fresh(records)
+        before = _shape(reader.graph)
+        ways["appeared"] += any(r is not None and p not in reader.graph for p, r in part.items())
+        if rng.random() < 0.2:  # a follow of other records, then dropped
+            decoy = {
+                p: None for p in rng.sample(sorted(reader.records), min(5, len(reader.records)))
+            }
+            ways["twice"] += reader.followed_by(header, key, decoy, {}) is not None
+        follower = reader.followed_by(header, key, part, {})  # type: ignore[arg-type]
+        assert _shape(reader.graph) == before  # a search may still be reading it
+        if follower is None:
+            ways["whole"] += 1
+            reader = LinkGraph(expected, header, key, dict(records), frozenset(base))  # type: ignore[arg-type]
+            continue
+        ways["followed"] += 1
+        assert _shape(follower.graph) == _shape(expected)
+        assert follower.records == records
+        assert len(follower) == expected.number_of_edges()
+        assert follower.graph.graph["unresolved_links"] == expected.graph["unresolved_links"]
+        linkers = follower._linkers
+        if linkers is not None:
+            assert linkers.as_dict() == Linkers(records).as_dict()  # type: ignore[arg-type]
+        reader = follower
+    assert ways["followed"] > 300 and ways["whole"] > 0
+    assert ways["appeared"] > 50 and ways["twice"] > 10
+
+
 def _shape(g: object) -> tuple[object, ...]:
     """Nodes, edges and attributes, and each node's predecessors (what backlinks read,
     kept in networkx apart from the edges ``graph_data`` lists)."""

@@ -105,12 +105,17 @@ def followed_counted(g: nx.DiGraph, records: dict[str, Record]) -> tuple[nx.DiGr
     still reading it, and the cost is three dict copies (C speed) and the touched
     nodes, not a rebuild of every node and edge. With it, how many edges it has more
     than ``g``: only the touched nodes' out-edges change, and counting every node's
-    again was 11 ms of a followed edit at a million chunks (226k nodes)."""
+    again was 11 ms of a followed edit at a million chunks (226k nodes).
+
+    ``.copy()``, not ``dict()``: CPython 3.11's ``dict(d)`` clones the table only when
+    ``d`` has no deleted slot at all, so after a note was removed each copy inserted
+    every key again (28 ms against 4 ms for 299k keys); ``d.copy()`` clones while at
+    least two thirds of the slots are live."""
     new = nx.DiGraph()
     new.graph.update(g.graph)
-    new._node = dict(g._node)
-    new._succ = new._adj = dict(g._succ)
-    new._pred = dict(g._pred)
+    new._node = g._node.copy()
+    new._succ = new._adj = g._succ.copy()
+    new._pred = g._pred.copy()
     touched = set(records)
     for path, r in records.items():
         if path in g:

@@ -56,6 +56,7 @@ from vaultsearch.store.graphdelta import (
     write_listing,
     write_part,
 )
+from vaultsearch.store.graphlinkers import Linkers
 from vaultsearch.store.layout import Generation
 from vaultsearch.store.manifest import file_crc32, read_state
 from vaultsearch.store.segments import tier_runs
@@ -376,6 +377,9 @@ class LinkGraph:
         self.inline = inline
         """Whether ``records`` holds a delta list's own records (an index from before
         parts), which no part holds: a follower then reads the delta whole."""
+        self._linkers: Linkers | None = None
+        """Which of ``records`` link to a path, built at the first follow and handed on
+        to the follower (``graphlinkers``)."""
 
     def follow(
         self,
@@ -395,17 +399,36 @@ class LinkGraph:
         fresh = fresh_records(graph_path, listing, known, read)
         if fresh is None:
             return None
-        changed = self.changes_to(listing.base, base_key, fresh, fresh_only=True)
+        return self.followed_by(listing.base, base_key, fresh, known)
+
+    def followed_by(
+        self,
+        base: dict[str, Any],
+        base_key: tuple[int, int, int],
+        fresh: dict[str, Record],
+        known: Known,
+    ) -> LinkGraph | None:
+        """The reader of this one's records with ``fresh`` applied over them (what the
+        delta's new parts hold), or None when that needs a full read. It takes over this
+        reader's map of link targets, updated with ``fresh``: this reader builds its own
+        again if it is ever followed once more."""
+        changed = self.changes_to(base, base_key, fresh, fresh_only=True)
         if changed is None:
             return None
         records = self.records
+        linkers, self._linkers = self._linkers, None
         if fresh:
-            records = dict(records)
+            if linkers is None:
+                linkers = Linkers(records)
+            linkers.update(records, fresh)
+            records = records.copy()  # a copy keeps CPython's fast path (see followed_counted)
             records.update(fresh)
         graph, edges = self.applied(changed)
-        return LinkGraph(
-            graph, listing.base, base_key, records, self.base_paths, True, known, edges=edges
+        follower = LinkGraph(
+            graph, base, base_key, records, self.base_paths, True, known, edges=edges
         )
+        follower._linkers = linkers
+        return follower
 
     def applied(self, changed: dict[str, Record]) -> tuple[nx.DiGraph, int]:
         """This graph with ``changed`` applied, and its count of edges."""
@@ -435,11 +458,20 @@ class LinkGraph:
         appeared = {p for p, r in changed.items() if r is not None and p not in self.graph}
         if any(p in self.base_paths and self.records.get(p, _ABSENT) is None for p in appeared):
             return None
-        if appeared:
-            whole = {**self.records, **records} if fresh_only else records
-            for path, r in whole.items():
-                if r is not None and any(t in appeared for t, _, _ in r.get("out", ())):
-                    changed[path] = r
+        if not appeared:
+            return changed
+        if fresh_only:  # the delta's records linking to them: older ones, then fresh
+            if self._linkers is None:
+                self._linkers = Linkers(self.records)
+            for target in appeared:
+                for path in self._linkers.of(target):
+                    r = records[path] if path in records else self.records[path]
+                    if r is not None and any(t == target for t, _, _ in r.get("out", ())):
+                        changed[path] = r
+        whole = records  # the fresh ones, or the whole delta
+        for path, r in whole.items():
+            if r is not None and any(t in appeared for t, _, _ in r.get("out", ())):
+                changed[path] = r
         return changed
 
     @functools.cached_property
