@@ -6,12 +6,14 @@ graph, same boilerplate, same hits with the same scores. Compared, not trusted."
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import networkx as nx
 import numpy as np
 import pytest
 
@@ -355,27 +357,13 @@ def test_graph_records_followed_equal_the_base_with_the_delta_applied() -> None:
     a base (notes deleted, back again, linking to notes that come and go, records left
     unchanged while their targets change). Each followed graph must equal the base
     with the whole delta applied, as a fresh reader builds it."""
-    import random
-
-    import networkx as nx
 
     from vaultsearch.store.derived.graph import LinkGraph
-    from vaultsearch.store.graph import apply_records, followed_counted
+    from vaultsearch.store.graph import followed_counted
 
     rng = random.Random(11)
     paths = [f"p{i}.md" for i in range(30)]
-    base = nx.DiGraph()
-    for p in paths[:20]:
-        base.add_node(p, title=p, tags=[], aliases=[])
-    for _ in range(40):
-        a, b = rng.sample(paths[:20], 2)
-        base.add_edge(a, b, count=1, embeds=0)
-    base.graph["unresolved_links"] = 0
-
-    def fresh(records: dict[str, object]) -> nx.DiGraph:
-        g = base.copy()
-        apply_records(g, records)  # type: ignore[arg-type]
-        return g
+    base, fresh = _random_base(rng, paths[:20])
 
     header, key = {"nodes": 20, "crc32": 1}, (1, 1, 1)
     records: dict[str, object] = {}
@@ -416,28 +404,13 @@ def test_a_graph_followed_by_fresh_records_alone_equals_a_fresh_read() -> None:
     it are found through the map of link targets the followers hand on, which each
     follow updates with its records. Sometimes a reader is followed twice (a follower
     took its map, and changed it with other records): the second must be right."""
-    import random
-
-    import networkx as nx
 
     from vaultsearch.store.derived.graph import LinkGraph
-    from vaultsearch.store.graph import apply_records
     from vaultsearch.store.graphlinkers import Linkers
 
     rng = random.Random(23)
     paths = [f"p{i}.md" for i in range(40)]
-    base = nx.DiGraph()
-    for p in paths[:20]:
-        base.add_node(p, title=p, tags=[], aliases=[])
-    for _ in range(40):
-        a, b = rng.sample(paths[:20], 2)
-        base.add_edge(a, b, count=1, embeds=0)
-    base.graph["unresolved_links"] = 0
-
-    def fresh(records: dict[str, object]) -> nx.DiGraph:
-        g = base.copy()
-        apply_records(g, records)  # type: ignore[arg-type]
-        return g
+    base, fresh = _random_base(rng, paths[:20])
 
     header, key = {"nodes": 20, "crc32": 1}, (1, 1, 1)
     records: dict[str, object] = {}
@@ -486,8 +459,6 @@ def test_a_graph_followed_by_fresh_records_alone_equals_a_fresh_read() -> None:
 def _shape(g: object) -> tuple[object, ...]:
     """Nodes, edges and attributes, and each node's predecessors (what backlinks read,
     kept in networkx apart from the edges ``graph_data`` lists)."""
-    import networkx as nx
-
     assert isinstance(g, nx.DiGraph)
     return graph_data(g), {n: sorted(g.predecessors(n)) for n in g}
 
@@ -513,3 +484,26 @@ def test_check_reads_the_list_of_changed_notes(tmp_path: Path, embedder: object)
         assert verify_store(vault.layout, vault.config).problems == [
             "state: its list of changed notes is not one a writer makes"
         ]
+
+
+def _random_base(
+    rng: random.Random, nodes: list[str]
+) -> tuple[nx.DiGraph, Callable[[dict[str, object]], nx.DiGraph]]:
+    """A base graph of ``nodes`` with 40 random links, and what a fresh reader builds
+    from it with a delta's records applied."""
+    from vaultsearch.store.graph import apply_records
+
+    base = nx.DiGraph()
+    for p in nodes:
+        base.add_node(p, title=p, tags=[], aliases=[])
+    for _ in range(40):
+        a, b = rng.sample(nodes, 2)
+        base.add_edge(a, b, count=1, embeds=0)
+    base.graph["unresolved_links"] = 0
+
+    def fresh(records: dict[str, object]) -> nx.DiGraph:
+        g = base.copy()
+        apply_records(g, records)  # type: ignore[arg-type]
+        return g
+
+    return base, fresh
