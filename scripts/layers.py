@@ -50,6 +50,7 @@ LAYER_OF: dict[str, str] = {
     "vaultsearch._limits": "base",
     "vaultsearch._memory": "base",
     "vaultsearch._runtime": "base",
+    "vaultsearch._readable": "base",
     # packages, by prefix
     "vaultsearch.parsers": "parsers",
     "vaultsearch.embedding": "embedding",

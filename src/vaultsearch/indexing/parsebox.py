@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import os
 import pickle
-import select
 import signal
 import struct
 import subprocess
@@ -24,6 +23,7 @@ import warnings
 from typing import IO, Any
 
 from vaultsearch._limits import MB, child_command, limit_address_space
+from vaultsearch._readable import readable
 from vaultsearch.config import IndexConfig
 from vaultsearch.errors import FileUnreadableError
 from vaultsearch.models import ParsedNote
@@ -171,7 +171,7 @@ def _read(fd: int, n: int, deadline: float) -> bytes:
     parts: list[bytes] = []
     while n:
         left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
+        if left <= 0 or not readable(fd, left):
             raise TimeoutError
         part = os.read(fd, min(n, 1 << 20))
         if not part:

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from vaultsearch._limits import child_command, limit_address_space
+from vaultsearch._readable import readable
 
 RENDER_MEMORY_MB = 256
 """What a render may add to the child after its imports: far above any report."""
@@ -77,8 +77,8 @@ def _wait_ready(child: subprocess.Popen[bytes]) -> None:
     """The budget is the render's: the child's start (a cold interpreter, a loaded
     machine) is only guarded against a hang."""
     assert child.stdout is not None
-    ready, _, _ = select.select([child.stdout], [], [], _START_TIMEOUT)
-    if not ready or os.read(child.stdout.fileno(), 1) != _READY:
+    fd = child.stdout.fileno()
+    if not readable(fd, _START_TIMEOUT) or os.read(fd, 1) != _READY:
         raise TimeoutError
 
 
