@@ -41,6 +41,7 @@ from vaultsearch.search.ranking import Candidate, FusionSettings, complete, fuse
 from vaultsearch.search.request import SearchRequest, check_shape
 from vaultsearch.search.snippets import make_snippet
 from vaultsearch.store.catalog import ChunkRow
+from vaultsearch.store.keywords import wider_read
 from vaultsearch.store.milvus.client import connect, engine_errors
 from vaultsearch.store.milvus.live import live_manifest, load
 from vaultsearch.store.milvus.schema import CHUNK_OUTPUT, SHOWN, analysed, collection, run_ids
@@ -244,20 +245,18 @@ class MilvusReader:
         times more while the last read still ties the k-th (up to ``MAX_LIMIT``), and
         cuts the tie by chunk id."""
         sparse = field_ == "sparse"
-        limit = min(2 * k, MAX_LIMIT) if sparse else k
-        while True:
+        limit: int | None = min(2 * k, MAX_LIMIT) if sparse else k
+        while limit is not None:
             res = self.client.search(
                 collection(gen, "chunks"), data=[data], anns_field=field_, limit=limit,
                 filter=expr, output_fields=["note_id"],
             )  # fmt: skip
             hits = view.take(res[0], absolute=sparse)
-            if not sparse or len(hits) < limit or limit >= MAX_LIMIT:
-                break
+            if not sparse:
+                return hits
             scores = sorted((s for _, s in hits), reverse=True)
-            if scores[-1] < scores[k - 1]:  # the tie at the cut ends among the hits read
-                break
-            limit = min(4 * limit, MAX_LIMIT)
-        return sorted(hits, key=lambda h: (-h[1], h[0]))[:k] if sparse else hits
+            limit = wider_read(scores, k, limit, MAX_LIMIT)
+        return sorted(hits, key=lambda h: (-h[1], h[0]))[:k]
 
     def _milvus_rrf(
         self, gen: str, terms: str, vector: np.ndarray, k: int, expr: str, view: _View

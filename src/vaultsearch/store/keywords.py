@@ -297,12 +297,10 @@ def _top(
     110 copies, 10 of them past the cut: reading 200 hits and sorting them cost 1.78 ms
     CPU a search against 1.62 for Tantivy's top 100, the paths of the 110 tied 0.45 ms
     more (a second search would have doubled the first)."""
-    want = 2 * k
-    while True:
+    want: int | None = 2 * k
+    while want is not None:
         hits = searcher.search(query, want, count=False).hits
-        if len(hits) < want or hits[-1][0] < hits[k - 1][0] or want >= k + TIE_FETCH:
-            break
-        want = min(4 * want, k + TIE_FETCH)
+        want = wider_read([score for score, _ in hits], k, want, k + TIE_FETCH)
     if not hits:
         return []
     ids = np.array(_chunk_ids(searcher, [addr for _, addr in hits]), dtype=np.int64)
@@ -313,6 +311,16 @@ def _top(
         keys = tie_order(ids[order[tied]].tolist())
         order[tied] = order[tied][sorted(range(len(tied)), key=keys.__getitem__)]
     return [(int(ids[i]), float(scores[i])) for i in order[:k]]
+
+
+def wider_read(scores: Sequence[float], k: int, asked: int, cap: int) -> int | None:
+    """How many hits to read next to settle the tie at the k-th score, or None when it
+    is settled: fewer hits came than were asked for, the last one read is below the
+    k-th (``scores`` best first), or ``cap`` was asked for already. The local keyword
+    index (``_top``) and the Milvus reader's BM25 side read alike."""
+    if len(scores) < asked or asked >= cap or scores[-1] < scores[k - 1]:
+        return None
+    return min(4 * asked, cap)
 
 
 def _chunk_ids(searcher: tantivy.Searcher, addresses: list[tantivy.DocAddress]) -> list[int]:
