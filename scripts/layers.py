@@ -37,6 +37,7 @@ LAYER_OF: dict[str, str] = {
     "vaultsearch": "base",
     "vaultsearch.models": "base",
     "vaultsearch.errors": "base",
+    "vaultsearch.fault": "base",
     "vaultsearch.config": "base",
     "vaultsearch.config_layers": "base",
     "vaultsearch.sourceconfig": "base",
@@ -178,8 +179,7 @@ def check(src: Path) -> list[str]:
             if not (upward or sideways):
                 continue
             if any(
-                module == a and (target == b or target.startswith(b + "."))
-                for a, b in EXCEPTIONS
+                module == a and (target == b or target.startswith(b + ".")) for a, b in EXCEPTIONS
             ):
                 continue
             how = "up" if upward else "sideways"

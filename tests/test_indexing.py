@@ -288,6 +288,7 @@ def test_progress_moves_per_embedded_chunk(write_vault: WriteVault, embedder: ob
 def test_a_file_gone_between_scan_and_read_is_removed_not_failed(tmp_path: Path) -> None:
     """An editor's save-by-rename or a sync tool moves files while a run reads them:
     the old path is gone (its note deleted), not recorded as an unreadable file."""
+    from vaultsearch.fault import FailureRow
     from vaultsearch.indexing.changes import plan_changes
     from vaultsearch.indexing.scan import IgnoreRules, scan_vault
     from vaultsearch.parsers import ParserRegistry
@@ -301,7 +302,7 @@ def test_a_file_gone_between_scan_and_read_is_removed_not_failed(tmp_path: Path)
     (tmp_path / "broken.md").mkdir()  # there, but cannot be read as a file
 
     known = {"moving.md": (7, "old-hash", 9, 1), "kept.md": (8, "older-hash", 7, 1)}
-    failures = {"moving.md": ("cannot read: earlier", 1, 1)}
+    failures = {"moving.md": FailureRow("cannot read: earlier", 1, 1)}
     plan = plan_changes(scanned, known, failures, max_size=1 << 20)
     assert set(plan.failed) == {"broken.md"}
     assert [ft.info.path for ft in plan.changed] == ["kept.md"]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from tests.conftest import WriteVault, bump_mtime
 from vaultsearch.app.vault import Vault
+from vaultsearch.fault import FailureRow
 from vaultsearch.indexing.overview import count_files, file_counts
 from vaultsearch.indexing.scan import FileInfo
 
@@ -23,10 +24,13 @@ def test_counts_compare_sizes_and_times_only() -> None:
         "touched.md": (2, "h2", 10, 1),
         "gone.md": (3, "h3", 10, 1),
     }
-    failures = {"bad.md": ("binary file (NUL bytes)", 1, 10), "fixed.md": ("too big", 1, 10)}
+    failures = {
+        "bad.md": FailureRow("binary file (NUL bytes)", 1, 10),
+        "fixed.md": FailureRow("too big", 1, 10),
+    }
     counts = count_files(scanned, known, failures)
     assert counts.to_dict() == {
-        "total": 5, "indexed": 1, "not_indexed": 3, "deleted": 1, "failed": 1,
+        "total": 5, "indexed": 1, "not_indexed": 3, "deleted": 1, "failed": 1, "to_retry": 0,
     }  # fmt: skip
     assert counts.failed == {"bad.md": "binary file (NUL bytes)"}
     assert counts.pending == 4
@@ -42,7 +46,7 @@ def test_counts_of_a_real_vault_follow_its_index(write_vault: WriteVault, embedd
         vault.index()
         after = file_counts(vault.manager())
         assert after.to_dict() == {
-            "total": 3, "indexed": 2, "not_indexed": 0, "deleted": 0, "failed": 1,
+            "total": 3, "indexed": 2, "not_indexed": 0, "deleted": 0, "failed": 1, "to_retry": 0,
         }  # fmt: skip
         assert "binary" in after.failed["c.bin.md"]
         (root / "b.md").unlink()

@@ -6,6 +6,8 @@ command that fixes it, so the CLI and the MCP server can show it without a trace
 
 from __future__ import annotations
 
+from vaultsearch.fault import FILE
+
 
 class VaultsearchError(Exception):
     def __init__(self, message: str, fix: str | None = None) -> None:
@@ -81,4 +83,10 @@ def environment_error_sentence(exc: BaseException) -> str | None:
 
 class FileUnreadableError(VaultsearchError):
     """A file a parser was given cannot be read as its type (an encrypted or damaged
-    PDF): indexing records the reason as the file's failure and goes on."""
+    PDF): indexing records the reason as the file's failure and goes on. ``fault``
+    (``fault.py``) is ``OURS`` when the parse failed for a reason of ours (the parse
+    child died of a signal no budget sent, our parser raised): retried by the next run."""
+
+    def __init__(self, message: str, fix: str | None = None, fault: str = FILE) -> None:
+        super().__init__(message, fix)
+        self.fault = fault

@@ -342,14 +342,18 @@ class Vault:
         """The index as readers search it: ``IndexCounts`` (notes, chunks, sentences,
         links, broken links: the numbers every surface shows) from the snapshot's
         catalog, and beside them the derived indexes' own sizes (vectors, keyword
-        documents, graph edges), which ``check`` compares with those."""
+        documents, graph edges), which ``check`` compares with those; the failed files,
+        and in ``to_retry`` (by the runs that tried them) those whose failure was not
+        their fault, which the next run reads again (``fault.py``)."""
         from vaultsearch.search.glance import glance
 
         self.require_index()
         with glance(self.layout, self.config, self._held()) as view:
             generation = view.generation
             state = read_state(generation.root) or {}
-            failed = {p: r for p, (r, _, _) in view.catalog.failures().items()}
+            failures = view.catalog.failures()
+            failed = {p: row.reason for p, row in failures.items()}
+            to_retry = {p: row.tries for p, row in failures.items() if row.retried}
             counts = index_counts(view.catalog, state)
             derived = view.derived
             sources = self._sources(view.catalog)
@@ -362,6 +366,7 @@ class Vault:
             **counts.to_dict(),
             "counts_line": counts.line(),
             "failed": failed,
+            "to_retry": to_retry,
             "model": embedding.get("model"),
             "dimension": embedding.get("dimension"),
             "spec_version": manifest.get("spec_version", SPEC_VERSION),

@@ -94,7 +94,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     for line in d["repaired"]:
         print(f"  repaired {line}")
     for path, reason in d["failed"].items():
-        print(f"  failed {path}: {reason}")
+        again = " (not the file's fault: read again by the next run)" * (path in summary.to_retry)
+        print(f"  failed {path}: {reason}{again}")
     for line in summary.source_lines():
         print(f"  {line}")
     return 0
@@ -156,7 +157,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         _print_json(status)
         return 0
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
+
+    from vaultsearch.fault import retry_note
 
     table = Table(show_header=False, box=None, pad_edge=False)
     for key in (
@@ -166,12 +170,17 @@ def cmd_status(args: argparse.Namespace) -> int:
     ):  # fmt: skip
         table.add_row(key.replace("_", " "), str(status[key]))
     table.add_row("size on disk", _human_size(status["size_on_disk"]))
-    table.add_row("failed", str(len(status["failed"])))
+    to_retry = status["to_retry"]
+    failed = str(len(status["failed"]))
+    if to_retry:
+        failed += f" ({len(to_retry)} not the files' fault: read again by the next index run)"
+    table.add_row("failed", failed)
     console = Console()
     console.print(f"index: {status['counts_line']}", highlight=False)
     console.print(table)
     for path, reason in status["failed"].items():
-        console.print(f"  [red]failed[/red] {path}: {reason}", markup=True, highlight=False)
+        why = escape(f"{path}: {reason}{retry_note(to_retry.get(path))}")
+        console.print(f"  [red]failed[/red] {why}", markup=True, highlight=False)
     if len(status["sources"]) > 1:
         _print_sources(status["sources"])
     return 0

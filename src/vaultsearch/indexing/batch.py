@@ -14,6 +14,7 @@ import numpy as np
 from vaultsearch.config import ChunkingConfig, EmbeddingConfig
 from vaultsearch.embedding import Embedder, text_hash
 from vaultsearch.errors import FileUnreadableError
+from vaultsearch.fault import OURS, Failure
 from vaultsearch.indexing.changes import FileText
 from vaultsearch.indexing.chunker import chunk_capped
 from vaultsearch.indexing.parsebox import ParseBox
@@ -45,11 +46,13 @@ class Prepared:
 
 def prepare(
     ft: FileText, sources: SourceSet, chunking: ChunkingConfig, box: ParseBox | None
-) -> Prepared | str:
-    """The parsed and chunked note, or the reason it could not be."""
+) -> Prepared | Failure:
+    """The parsed and chunked note, or why it could not be and whose fault that is:
+    the file's when a parser or the parse box says so (``FileUnreadableError``), ours
+    for any other exception, raised by our own code on bytes already read."""
     path = ft.info.path
     if sources.parser_for(path) is None:
-        return "no parser for this file type"
+        return Failure("no parser for this file type")
     try:
         note = sources.parse(path, ft.text, ft.data, box)
         assert note is not None
@@ -57,9 +60,9 @@ def prepare(
             note, chunking.size, chunking.overlap, chunking.max_chunks_per_note
         )
     except FileUnreadableError as exc:
-        return exc.message
+        return Failure(exc.message, exc.fault)
     except Exception as exc:  # a parser bug must not abort the batch
-        return f"parser error: {type(exc).__name__}: {exc}"
+        return Failure(f"parser error: {type(exc).__name__}: {exc}", OURS)
     warnings = [*ft.warnings, *([capped] if capped else [])]
     if warnings:
         note = replace(note, warnings=tuple(note.warnings) + tuple(warnings))

@@ -13,6 +13,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vaultsearch.fault import FILE, Failure, FailureRow, of_os_error
 from vaultsearch.indexing.scan import FileInfo
 
 _BINARY_SNIFF = 8192
@@ -37,9 +38,13 @@ class ChangePlan:
     deleted: list[tuple[int, str]] = field(default_factory=list)
     touched: list[tuple[int, int]] = field(default_factory=list)
     """(note id, new mtime): content unchanged, only the mtime moved."""
-    failed: dict[str, tuple[str, int, int]] = field(default_factory=dict)
-    """path -> (reason, mtime_ns, size), for files tried in this run."""
+    failed: dict[str, FailureRow] = field(default_factory=dict)
+    """Files that could not be read in this run, with the time and size they had."""
     still_failed: int = 0
+    """Recorded failures of the file's own, unchanged since: not read again."""
+    retried: dict[str, int] = field(default_factory=dict)
+    """path -> runs that tried it before: unchanged files whose recorded failure was
+    ours (``fault.py``), read again in this run."""
     gone_failures: list[str] = field(default_factory=list)
     unchanged: int = 0
     new_paths: set[str] = field(default_factory=set)
@@ -56,17 +61,17 @@ class ChangePlan:
         )
 
 
-def read_text(info: FileInfo, max_size: int) -> FileText | str:
-    """The decoded file, or the reason it cannot be indexed."""
+def read_text(info: FileInfo, max_size: int) -> FileText | Failure:
+    """The decoded file, or why it cannot be indexed."""
     if info.skip:
-        return info.skip
+        return Failure(info.skip, info.fault)
     if info.size > max_size:
-        return f"file is {info.size} bytes, over vault.max_file_size ({max_size})"
-    data = read_regular(info.abs_path, max_size + 1)
-    if isinstance(data, str):
+        return Failure(f"file is {info.size} bytes, over vault.max_file_size ({max_size})")
+    data = read_file(info.abs_path, max_size + 1)
+    if isinstance(data, Failure):
         return data
     if len(data) > max_size:
-        return f"file grew over vault.max_file_size ({max_size}) while being read"
+        return Failure(f"file grew over vault.max_file_size ({max_size}) while being read")
     digest = hashlib.sha256(data).hexdigest()
     if info.binary:
         return FileText(info, "", digest, data=data)
@@ -81,7 +86,7 @@ def read_text(info: FileInfo, max_size: int) -> FileText | str:
         # then put text after them: drop the NULs when what remains is text
         text_only = data.replace(b"\x00", b"")
         if _looks_binary(data, text_only):
-            return "binary file (NUL bytes)"
+            return Failure("binary file (NUL bytes)")
         warnings.append(f"{len(data) - len(text_only)} NUL bytes ignored")
         data = text_only
     try:
@@ -95,13 +100,20 @@ def read_text(info: FileInfo, max_size: int) -> FileText | str:
 def read_regular(path: Path, limit: int) -> bytes | str:
     """At most ``limit`` bytes of a regular file, or why not; never blocks on a FIFO
     or a device that replaced the file since it was looked at."""
+    data = read_file(path, limit)
+    return data.reason if isinstance(data, Failure) else data
+
+
+def read_file(path: Path, limit: int) -> bytes | Failure:
+    """``read_regular``, saying whose fault a failure is: an ``OSError`` of the
+    moment (out of descriptors, EIO) is ours, the file is read again by the next run."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as exc:
-        return f"cannot read: {exc.strerror or exc}"
+        return Failure(f"cannot read: {exc.strerror or exc}", of_os_error(exc))
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return "not a regular file"
+            return Failure("not a regular file")
         parts: list[bytes] = []
         left = limit
         while left > 0:
@@ -112,7 +124,7 @@ def read_regular(path: Path, limit: int) -> bytes | str:
             left -= len(part)
         return b"".join(parts)
     except OSError as exc:
-        return f"cannot read: {exc.strerror or exc}"
+        return Failure(f"cannot read: {exc.strerror or exc}", of_os_error(exc))
     finally:
         os.close(fd)
 
@@ -154,35 +166,38 @@ def _decode_legacy(data: bytes) -> tuple[str, str]:
 def plan_changes(
     scanned: dict[str, FileInfo],
     known: dict[str, tuple[int, str, int, int]],
-    failures: dict[str, tuple[str, int, int]],
+    failures: dict[str, FailureRow],
     max_size: int,
     reparse_all: bool = False,
 ) -> ChangePlan:
-    """Compare the files on disk with the catalog; pure but for reading changed files."""
+    """Compare the files on disk with the catalog; pure but for reading changed files.
+    A file that failed is read again when it changed, or when the failure was ours
+    (``fault.py``): then once in every run, until it is indexed or changes."""
     plan = ChangePlan()
     candidates: list[FileText] = []
     vanished: set[str] = set()
     for path, info in scanned.items():
         old = known.get(path)
-        prior_failure = failures.get(path)
-        same_failure = prior_failure and (prior_failure[1], prior_failure[2]) == (
-            info.mtime_ns,
-            info.size,
-        )
-        if same_failure and not reparse_all:
-            plan.still_failed += 1
-            continue
+        prior = failures.get(path)
+        if prior is not None and (prior.mtime_ns, prior.size) == (info.mtime_ns, info.size):
+            if prior.fault == FILE and not reparse_all:
+                plan.still_failed += 1
+                continue
+            if prior.fault != FILE:
+                plan.retried[path] = prior.tries
         if old and not reparse_all and (old[2], old[3]) == (info.size, info.mtime_ns):
             plan.unchanged += 1
             continue
         result = read_text(info, max_size)
-        if isinstance(result, str):
+        if isinstance(result, Failure):
             if _vanished(info.abs_path):
                 # deleted or renamed since the scan: gone, not unreadable; the next
                 # scan sees it at its new path
                 vanished.add(path)
             else:
-                plan.failed[path] = (result, info.mtime_ns, info.size)
+                plan.failed[path] = FailureRow(
+                    result.reason, info.mtime_ns, info.size, result.fault
+                )
             continue
         if old and not reparse_all and old[1] == result.content_hash:
             plan.touched.append((old[0], info.mtime_ns))
@@ -212,16 +227,30 @@ def plan_changes(
 
 
 def describe_plan(plan: ChangePlan) -> list[str]:
+    """What changed in the files since the last run; the retries are ``describe_retries``."""
     parts = []
-    new = len(plan.new_paths)
-    modified = len(plan.changed) - new
+    retried = plan.retried.keys()
+    new = len(plan.new_paths - retried)
+    modified = sum(1 for ft in plan.changed if ft.info.path not in plan.new_paths)
     for count, word in (
         (new, "new"),
         (modified, "modified"),
         (len(plan.moved), "moved"),
         (len(plan.deleted), "deleted"),
-        (len(plan.failed), "unreadable"),
+        (len(plan.failed.keys() - retried), "unreadable"),
     ):
         if count:
             parts.append(f"{count} file{'s' if count != 1 else ''} {word}")
     return parts
+
+
+def describe_retries(plan: ChangePlan) -> str | None:
+    """The failed files the next run reads again though they did not change, because
+    their failure was not their fault (``fault.py``)."""
+    if not plan.retried:
+        return None
+    n = len(plan.retried)
+    most = max(plan.retried.values())
+    tried = "once" if most == 1 else f"up to {most} times"
+    files, own = (f"{n} files", "their") if n != 1 else ("1 file", "its")
+    return f"{files} failed, not by {own} own fault (tried {tried}): read again by the next run"

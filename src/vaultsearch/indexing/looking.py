@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TypeAlias
 
 from vaultsearch.config import Config
+from vaultsearch.fault import FailureRow
 from vaultsearch.indexing.changes import ChangePlan, plan_changes
 from vaultsearch.indexing.scan import FileInfo, IgnoreRules, scan_paths
 from vaultsearch.indexing.sources import SourceScan, SourceSet
@@ -19,11 +20,11 @@ from vaultsearch.store.catalog import Catalog
 Look: TypeAlias = tuple[
     dict[str, FileInfo],
     dict[str, tuple[int, str, int, int]],
-    dict[str, tuple[str, int, int]],
+    dict[str, FailureRow],
     SourceScan,
 ]
 """Files on disk, the catalog's notes (id, hash, mtime, size) and recorded failures
-(reason, mtime, size), each by note id, and the scan that found the files."""
+(``FailureRow``), each by note id, and the scan that found the files."""
 
 
 class VaultFiles:

@@ -40,8 +40,15 @@ from vaultsearch.errors import (
     IndexCorruptError,
     VaultsearchError,
 )
+from vaultsearch.fault import Failure, FailureRow
 from vaultsearch.indexing.batch import BatchEmbedder, Cancelled, Prepared, prepare
-from vaultsearch.indexing.changes import ChangePlan, FileText, describe_plan, plan_changes
+from vaultsearch.indexing.changes import (
+    ChangePlan,
+    FileText,
+    describe_plan,
+    describe_retries,
+    plan_changes,
+)
 from vaultsearch.indexing.linking import resolve_links
 from vaultsearch.indexing.looking import VaultFiles
 from vaultsearch.indexing.parsebox import ParseBox
@@ -215,6 +222,7 @@ class IndexManager:
         finally:
             catalog.close()
         reasons = describe_plan(plan)
+        reasons += [retries] if (retries := describe_retries(plan)) else []
         old, expected, damaged = self._recorded_manifest(current)
         reasons += [damaged] if damaged else []
         changes = manifest_differences(old, expected)
@@ -244,6 +252,8 @@ class IndexManager:
         finally:
             catalog.close()
         report.problems += [f"files: {d} since the last index run" for d in describe_plan(plan)]
+        if retries := describe_retries(plan):
+            report.problems.append(f"files: {retries}")
         return report
 
     # --- writing --------------------------------------------------------------
@@ -844,13 +854,15 @@ class IndexManager:
     ) -> None:
         catalog = writer.catalog
         prepared: list[Prepared] = []
-        failed_now: list[tuple[FileText, str]] = []
+        failed_now: list[tuple[FileText, Failure]] = []
         for ft in batch:
             working_on(self.progress, ft.info.path)
             result = prepare(ft, self.sources, self.config.chunking, self._box)
-            if isinstance(result, str):
+            if isinstance(result, Failure):
                 failed_now.append((ft, result))
-                summary.failed[ft.info.path] = result
+                summary.failed[ft.info.path] = result.reason
+                if result.retried:
+                    summary.to_retry.add(ft.info.path)
             else:
                 prepared.append(result)
         credited = self.batches.embed_missing(
@@ -889,12 +901,13 @@ class IndexManager:
                     summary.updated += 1
                 else:
                     summary.added += 1
-            for ft, reason in failed_now:
+            for ft, failure in failed_now:
                 old_note = catalog.note_by_path(ft.info.path)
                 if old_note is not None:
                     removed_ids += catalog.delete_note(old_note.id)
                     stale_paths.append(ft.info.path)
-                catalog.set_failure(ft.info.path, reason, ft.info.mtime_ns, ft.info.size)
+                row = FailureRow(failure.reason, ft.info.mtime_ns, ft.info.size, failure.fault)
+                catalog.set_failure(ft.info.path, row)
             catalog.bump_generation()
         summary.chunks_written += len(added_ids)
         writer.apply(Batch(catalog, removed_ids, added_ids, stale_paths))
@@ -930,9 +943,11 @@ class IndexManager:
             summary.moved += 1
         for note_id, mtime_ns in plan.touched:
             catalog.touch_note(note_id, mtime_ns)
-        for path, (reason, mtime_ns, size) in plan.failed.items():
-            catalog.set_failure(path, reason, mtime_ns, size)
-            summary.failed[path] = reason
+        for path, failure in plan.failed.items():
+            catalog.set_failure(path, failure)
+            summary.failed[path] = failure.reason
+            if failure.retried:
+                summary.to_retry.add(path)
         for path in plan.gone_failures:
             catalog.clear_failure(path)
         return stale

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from vaultsearch.fault import FILE, OURS, FailureRow
 from vaultsearch.indexing.manager import IndexManager
 from vaultsearch.indexing.scan import FileInfo
 from vaultsearch.store.catalog import open_catalog_for_reading
@@ -26,10 +27,31 @@ class FileCounts:
     """Still in the index, gone from the vault."""
     failed: dict[str, str] = field(default_factory=dict)
     """path -> why it cannot be indexed."""
+    to_retry: dict[str, int] = field(default_factory=dict)
+    """The failed files whose failure was not their fault (``fault.py``), by the runs
+    that tried them: the next run reads them again."""
 
     @property
     def pending(self) -> int:
         return self.not_indexed + self.deleted
+
+    def failed_items(self, most: int | None = None) -> list[dict[str, Any]]:
+        """The failed files as every status answer lists them: path, reason, whose
+        fault (``fault.py``), and for ours the runs that tried the file as it is."""
+        out: list[dict[str, Any]] = []
+        for path, reason in list(self.failed.items())[:most]:
+            tries = self.to_retry.get(path)
+            item: dict[str, Any] = {"path": path, "reason": reason}
+            item |= {"fault": FILE} if tries is None else {"fault": OURS, "tries": tries}
+            out.append(item)
+        return out
+
+    def failed_line(self) -> str:
+        """``N failed`` and how many of them the next run reads again."""
+        line = f"{len(self.failed)} failed"
+        if self.to_retry:
+            line += f" ({len(self.to_retry)} not the files' fault: read again by the next run)"
+        return line
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -38,13 +60,14 @@ class FileCounts:
             "not_indexed": self.not_indexed,
             "deleted": self.deleted,
             "failed": len(self.failed),
+            "to_retry": len(self.to_retry),
         }
 
 
 def count_files(
     scanned: dict[str, FileInfo],
     known: dict[str, tuple[int, str, int, int]],
-    failures: dict[str, tuple[str, int, int]],
+    failures: dict[str, FailureRow],
 ) -> FileCounts:
     """By size and modification time alone, never opening a file, so that a page can
     poll it during a first build. A file whose time moved but not its text counts as
@@ -52,10 +75,13 @@ def count_files(
     a new file; a failed file counts as failed until it changes."""
     new = changed = 0
     failed: dict[str, str] = {}
+    to_retry: dict[str, int] = {}
     for path, info in scanned.items():
         prior = failures.get(path)
-        if prior is not None and (prior[1], prior[2]) == (info.mtime_ns, info.size):
-            failed[path] = prior[0]
+        if prior is not None and (prior.mtime_ns, prior.size) == (info.mtime_ns, info.size):
+            failed[path] = prior.reason
+            if prior.retried:
+                to_retry[path] = prior.tries
             continue
         old = known.get(path)
         if old is None:
@@ -64,7 +90,9 @@ def count_files(
             changed += 1
     deleted = sum(1 for p in known if p not in scanned)
     indexed = len(scanned) - new - changed - len(failed)
-    return FileCounts(len(scanned), indexed, new + changed, deleted, dict(sorted(failed.items())))
+    return FileCounts(
+        len(scanned), indexed, new + changed, deleted, dict(sorted(failed.items())), to_retry
+    )
 
 
 def file_counts(manager: IndexManager) -> FileCounts:

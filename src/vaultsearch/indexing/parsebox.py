@@ -26,6 +26,7 @@ from vaultsearch._limits import MB, child_command, limit_address_space
 from vaultsearch._readable import readable
 from vaultsearch.config import IndexConfig
 from vaultsearch.errors import FileUnreadableError
+from vaultsearch.fault import OURS
 from vaultsearch.models import ParsedNote
 from vaultsearch.parsers import Parser, parse_content
 
@@ -64,7 +65,10 @@ class ParseBox:
             child = self._ready()
             if child is None:
                 return parse_content(parser, path, text, data)
-            _send(child.stdin, request)
+            try:
+                _send(child.stdin, request)
+            except OSError as exc:
+                raise self._unreachable(exc) from None
         deadline = time.monotonic() + self.budget.parse_timeout
         try:
             kind, value = _receive(child.stdout, deadline)
@@ -76,7 +80,9 @@ class ParseBox:
             ) from None
         except EOFError:
             code = self._reap()
-            raise FileUnreadableError(_death(code, self.budget)) from None
+            raise _death(code, self.budget) from None
+        except Exception as exc:
+            raise self._unreachable(exc) from None
         if kind == "ok":
             note: ParsedNote = value
             return note
@@ -85,7 +91,18 @@ class ParseBox:
             raise FileUnreadableError(_over_memory(self.budget))
         if kind == "unreadable":
             raise FileUnreadableError(value)
-        raise FileUnreadableError(f"parser error: {value}")
+        raise FileUnreadableError(f"parser error: {value}", fault=OURS)
+
+    def _unreachable(self, exc: Exception) -> FileUnreadableError:
+        """Waiting on the child or writing to it failed in this process (out of
+        descriptors, a poll refused): the child is dropped, since a reply it may still
+        send belongs to this file and would be read as the next file's, and the file is
+        tried again by the next run."""
+        self.close()
+        return FileUnreadableError(
+            f"the parser process could not be reached ({type(exc).__name__}: {exc}).",
+            fault=OURS,
+        )
 
     def close(self) -> None:
         child, self._child = self._child, None
@@ -143,13 +160,18 @@ def _over_memory(budget: IndexConfig) -> str:
     )
 
 
-def _death(code: int | None, budget: IndexConfig) -> str:
+def _death(code: int | None, budget: IndexConfig) -> FileUnreadableError:
+    """A SIGKILL is the kernel's answer to an allocation it cannot give: the file's
+    budget. Any other end (a signal no budget sends, an exit) is not the file's doing
+    that we can tell, so the file is tried again by the next run."""
     if code is not None and code < 0:
         name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
-        if -code == signal.SIGKILL:  # the kernel's answer to an allocation it cannot give
-            return _over_memory(budget)
-        return f"the parser process died ({name}) on this file; skipped."
-    return f"the parser process stopped (exit {code}) on this file; skipped."
+        if -code == signal.SIGKILL:
+            return FileUnreadableError(_over_memory(budget))
+        return FileUnreadableError(f"the parser process died ({name}) on this file.", fault=OURS)
+    return FileUnreadableError(
+        f"the parser process stopped (exit {code}) on this file.", fault=OURS
+    )
 
 
 def _send(stream: IO[bytes] | None, message: Any) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pathspec
 
+from vaultsearch.fault import FILE, OURS, of_os_error
 from vaultsearch.parsers import ParserRegistry, is_binary
 
 BUILTIN_IGNORES = (
@@ -47,6 +48,9 @@ class FileInfo:
     is ever opened: a FIFO, a broken link, an undecodable name. Recorded as a failure."""
     binary: bool = False
     """Its parser reads bytes (PDF): the file is not decoded as text."""
+    fault: str = FILE
+    """Whose fault ``skip`` is (``fault.py``): ours when looking at the file or its
+    folder failed for want of descriptors or memory, and the next run looks again."""
 
 
 class IgnoreRules:
@@ -143,7 +147,8 @@ def _file_info(rel: str, abs_path: Path, root: Path) -> FileInfo | None:
     except OSError as exc:
         if exc.errno == errno.ENOENT:
             return None  # gone since the walk listed it
-        return FileInfo(shown, abs_path, 0, 0, f"cannot read: {exc.strerror or exc}")
+        reason = f"cannot read: {exc.strerror or exc}"
+        return FileInfo(shown, abs_path, 0, 0, reason, fault=of_os_error(exc))
     if shown != rel:
         reason = "the file name is not valid UTF-8; rename the file to index it"
         return FileInfo(shown, abs_path, lst.st_size, lst.st_mtime_ns, reason)
@@ -179,6 +184,7 @@ def _skipped_folder(rel: str, abs_path: Path) -> FileInfo:
     except OSError as exc:
         mtime, error = 0, exc
     shown = display_path(rel)
+    fault = FILE
     if shown != rel:
         reason = "the folder name is not valid UTF-8; rename the folder to index its notes"
     elif os.path.islink(abs_path):
@@ -187,11 +193,13 @@ def _skipped_folder(rel: str, abs_path: Path) -> FileInfo:
         try:
             os.listdir(abs_path)
             reason = "cannot list the folder"
+            fault = OURS  # it lists now: the walk's failure was of the moment
         except OSError as exc:
             error = exc
         if error is not None:
             reason = f"cannot list the folder: {error.strerror or error}"
-    return FileInfo(shown, abs_path, 0, mtime, reason)
+            fault = of_os_error(error)
+    return FileInfo(shown, abs_path, 0, mtime, reason, fault=fault)
 
 
 def display_path(rel: str) -> str:

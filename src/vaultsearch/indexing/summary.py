@@ -19,6 +19,9 @@ class IndexSummary:
     removed: int = 0
     unchanged: int = 0
     failed: dict[str, str] = field(default_factory=dict)
+    to_retry: set[str] = field(default_factory=set)
+    """The failed files whose failure was not their fault (``fault.py``): the next run
+    reads them again though they are unchanged."""
     chunks_embedded: int = 0
     sentences_embedded: int = 0
     chunks_written: int = 0
@@ -58,6 +61,7 @@ class IndexSummary:
             "removed": self.removed,
             "unchanged": self.unchanged,
             "failed": dict(sorted(self.failed.items())),
+            "to_retry": sorted(self.to_retry),
             "chunks_embedded": self.chunks_embedded,
             "sentences_embedded": self.sentences_embedded,
             "chunks_written": self.chunks_written,

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from vaultsearch.embedding.locate import text_hash
+from vaultsearch.fault import FailureRow, of_reason
 from vaultsearch.links import link_key, note_keys
 from vaultsearch.models import Chunk, Link, ParsedNote
 from vaultsearch.parsers.sentences import MAX_UNITS, unit_texts
@@ -144,14 +145,20 @@ _ADDED_COLUMNS = {
         (rowsums.COLUMN, "INTEGER"),
     ),
     "links": (("target_key", "TEXT"), ("label_key", "TEXT"), (rowsums.COLUMN, "INTEGER")),
-    "failures": ((rowsums.COLUMN, "INTEGER"),),
+    "failures": (
+        (rowsums.COLUMN, "INTEGER"),
+        ("fault", "TEXT"),
+        ("tries", "INTEGER NOT NULL DEFAULT 1"),
+    ),
 }
 """Columns added after the first release: an older catalog gets them in place, with
 defaults that are true of everything it holds (Markdown notes of the vault), so an
 existing index keeps working without a rebuild or a single model call (``row_sum``, a
 row's checksum, ``store/rowsums.py``, is filled in by the first writer). A link's keys
 (``links.py``) start NULL, which means "resolve it every time", until the
-next run fills them in (``fill_link_keys``)."""
+next run fills them in (``fill_link_keys``). A failure's ``fault`` (``fault.py``) starts
+NULL: judged by its reason's wording, which keeps an older row the file's unless the
+reason is one of ours; ``tries`` counts the runs that read the file as it is."""
 
 _KEY_INDEXES = """
 CREATE INDEX IF NOT EXISTS links_by_target_key ON links(target_key);
@@ -254,6 +261,7 @@ def _column_list(cols: str, missing: set[str]) -> str:
     reader of a published generation (never written again) needs no migration."""
     defaults = {"source": "''", "kind": "'note'", "language": "''"}
     defaults |= {"qualified_name": "''", "node_type": "''", "page": "0"}
+    defaults |= {"fault": "NULL", "tries": "1"}
     parts = [c.strip() for c in cols.split(",")]
     return ", ".join(f"{defaults[c]} AS {c}" if c in missing else c for c in parts)
 
@@ -331,6 +339,7 @@ class Catalog:
             with self.transaction():
                 for table, name, decl in missing:
                     self.db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {decl}")
+                rowsums.widen(self.db, {name for _, name, _ in missing})
         if not readonly:
             self.db.executescript(_KEY_INDEXES)
             rowcounts.install(self.db)
@@ -856,7 +865,7 @@ class Catalog:
             if any(n != 1 for _, n in sizes):
                 return ["catalog: stored embeddings of one model differ in length"]
             if rowsums.COLUMN not in self.missing:
-                return rowsums.problems(self.db)
+                return rowsums.problems(self.db, self.missing)
         except (sqlite3.Error, ValueError, TypeError) as exc:  # UnicodeDecodeError included
             return [f"catalog: unreadable row ({type(exc).__name__}: {str(exc)[:120]})"]
         return []
@@ -937,14 +946,24 @@ class Catalog:
         return ids, out
 
     # --- failures -------------------------------------------------------------
-    def failures(self) -> dict[str, tuple[str, int, int]]:
-        rows = self.db.execute("SELECT path, reason, mtime_ns, size FROM failures ORDER BY path")
-        return {r[0]: (r[1], r[2], r[3]) for r in rows}
+    def failures(self) -> dict[str, FailureRow]:
+        """Every recorded failure; a row from before ``fault`` was recorded is judged
+        by its reason (``fault.of_reason``)."""
+        cols = _column_list("path, reason, mtime_ns, size, fault, tries", self.missing)
+        rows = self.db.execute(f"SELECT {cols} FROM failures ORDER BY path")
+        return {r[0]: FailureRow(r[1], r[2], r[3], r[4] or of_reason(r[1]), r[5]) for r in rows}
 
-    def set_failure(self, path: str, reason: str, mtime_ns: int, size: int) -> None:
+    def set_failure(self, path: str, failure: FailureRow) -> None:
+        """Recorded, or recorded again: ``tries`` counts the runs that failed on the file
+        with the same time and size, and starts again at 1 when it changed."""
         self.db.execute(
-            "INSERT OR REPLACE INTO failures(path, reason, mtime_ns, size) VALUES (?,?,?,?)",
-            (path, reason, mtime_ns, size),
+            "INSERT INTO failures(path, reason, mtime_ns, size, fault, tries)"
+            " VALUES (?,?,?,?,?,1) ON CONFLICT(path) DO UPDATE SET"
+            " reason=excluded.reason, fault=excluded.fault, row_sum=NULL,"
+            " tries=CASE WHEN mtime_ns=excluded.mtime_ns AND size=excluded.size"
+            " THEN tries+1 ELSE 1 END,"
+            " mtime_ns=excluded.mtime_ns, size=excluded.size",
+            (path, failure.reason, failure.mtime_ns, failure.size, failure.fault),
         )
         self.unsealed["failures"].add(path)
 

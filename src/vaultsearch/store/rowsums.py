@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import sqlite3
 import zlib
+from collections.abc import Collection
 from typing import Any
 
 COLUMN = "row_sum"
@@ -33,10 +34,14 @@ COLUMNS = {
     "end_char, text, embed_hash, qualified_name, node_type, page",
     "links": "source_id, target, target_path, embed, heading, block, label, kind, line, "
     "target_key, label_key",
-    "failures": "path, reason, mtime_ns, size",
+    "failures": "path, reason, mtime_ns, size, fault, tries",
 }
 """What each sum covers: every column but the sum (a link's rowid is left out: it is
 not a value anything reads, and SQLite may renumber it)."""
+
+ADDED = {"failures": ("fault", "tries")}
+"""Columns added to a table after its rows were first summed: a catalog sealed before
+them has sums over the other columns (``widen``, and ``problems`` of a reader)."""
 
 
 def row_sum(*values: Any) -> int:
@@ -75,14 +80,35 @@ def seal(db: sqlite3.Connection, written: dict[str, set[Any]]) -> None:
         rows.clear()
 
 
-def problems(db: sqlite3.Connection) -> list[str]:
+def widen(db: sqlite3.Connection, added: Collection[str]) -> None:
+    """``added`` columns (of ``ADDED``) were just added to an older sealed catalog, in the
+    caller's transaction: each row whose sum its older columns give is summed again
+    over all of them; a row whose sum was already wrong stays wrong, for ``check``."""
+    if db.execute("SELECT 1 FROM meta WHERE key=?", (SEALED_KEY,)).fetchone() is None:
+        return
+    for table, cols in COLUMNS.items():
+        if not set(ADDED.get(table, ())) & set(added):
+            continue
+        older = _without(cols, added)
+        db.execute(
+            f"UPDATE {table} SET {COLUMN}={FUNCTION}({cols}) WHERE {COLUMN}={FUNCTION}({older})"
+        )
+
+
+def _without(cols: str, missing: Collection[str]) -> str:
+    return ", ".join(c for c in (x.strip() for x in cols.split(",")) if c not in missing)
+
+
+def problems(db: sqlite3.Connection, missing: Collection[str] = ()) -> list[str]:
     """Rows whose sum is not the one their columns give (``check``); a catalog of an
-    older index, whose rows were never summed, has none to compare."""
+    older index, whose rows were never summed, has none to compare; one read before
+    columns were added to it (``missing``, a reader's) has sums over the others."""
     sealed = db.execute("SELECT value FROM meta WHERE key=?", (SEALED_KEY,)).fetchone()
     if sealed is None:
         return []
     out = []
     for table, cols in COLUMNS.items():
+        cols = _without(cols, missing)
         bad = unsealed = 0
         for stored, *values in db.execute(f"SELECT {COLUMN}, {cols} FROM {table}"):
             if stored is None:

@@ -41,10 +41,29 @@ SCHEMAS: dict[str, Any] = {
             "vault": _STR,
             "state": {"enum": ["no_index", "needs_update", "up_to_date", "updating", "cancelling"]},
             "files": _obj(
-                {k: _INT for k in ("total", "indexed", "not_indexed", "deleted", "failed")},
-                ["total", "indexed", "not_indexed", "deleted", "failed"],
+                {
+                    k: _INT
+                    for k in ("total", "indexed", "not_indexed", "deleted", "failed", "to_retry")
+                },
+                ["total", "indexed", "not_indexed", "deleted", "failed", "to_retry"],
             ),
-            "failed": {"type": "array", "items": _obj({"path": _STR, "reason": _STR})},
+            "failed": {
+                "type": "array",
+                "items": _obj(
+                    {
+                        "path": _STR,
+                        "reason": _STR,
+                        "fault": {
+                            "enum": ["file", "ours"],
+                            "description": "ours: not the file's fault (out of descriptors "
+                            "or memory, the parser process lost, our parser's error); "
+                            "the next run reads the file again.",
+                        },
+                        "tries": {**_INT, "description": "Runs that tried it as it is (ours)."},
+                    },
+                    ["path", "reason", "fault"],
+                ),
+            },
             "pending_changes": _INT,
             "notes": _INT,
             "chunks": _INT,

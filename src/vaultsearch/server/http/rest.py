@@ -171,7 +171,7 @@ def status(ctx: ControlContext) -> dict[str, Any]:
         out["reasons"] = check.reasons
     out["state"] = state
     out["files"] = counts.to_dict()
-    out["failed"] = [{"path": p, "reason": r} for p, r in counts.failed.items()]
+    out["failed"] = counts.failed_items()
     out["pending_changes"] = counts.pending
     try:
         st = vault.status()

@@ -24,6 +24,7 @@ from vaultsearch.app.live import LiveIndex
 from vaultsearch.app.reload import reload_config
 from vaultsearch.app.vault import Vault, write_error
 from vaultsearch.errors import IndexMissingError
+from vaultsearch.fault import retry_note
 from vaultsearch.indexing.runner import RunSnapshot, shown_run
 from vaultsearch.server.activity import ActivityLog
 from vaultsearch.server.tools.core import agent_errors
@@ -165,14 +166,13 @@ class ControlTools:
             counts = self.vault.file_counts()
         live = self.live.state
         last_error = live.last_error or st.get("write_error") or snap.error
-        failed = list(counts.failed.items())
         data: dict[str, Any] = {
             "vault": str(self.vault.root),
             "index_exists": bool(st),
             **{k: st[k] for k in STATUS_KEYS if st.get(k) is not None},
             "files": counts.to_dict(),
             "pending_changes": counts.pending,
-            "failed": [{"path": p, "reason": r} for p, r in failed[:MAX_FAILED_SHOWN]],
+            "failed": counts.failed_items(MAX_FAILED_SHOWN),
             "progress": run,
             "role": live.role,
             "indexing": live.indexing,
@@ -190,13 +190,15 @@ class ControlTools:
         lines = [
             head,
             f"files: {counts.total} total, {counts.indexed} indexed, {counts.pending} pending "
-            f"changes, {len(failed)} failed",
+            f"changes, {counts.failed_line()}",
             progress_line(run),
             f"role {live.role}, {'watching' if data['watching'] else 'not watching'} for changes",
         ]
         if last_error:
             lines.append(f"last error: {last_error}")
-        lines += [f"failed {p}: {r}" for p, r in failed[:MAX_FAILED_SHOWN]]
+        lines += [
+            f"failed {x['path']}: {x['reason']}{retry_note(x.get('tries'))}" for x in data["failed"]
+        ]
         return answer(data, "\n".join(lines))
 
     def reload_config(self) -> CallToolResult:

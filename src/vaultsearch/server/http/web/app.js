@@ -129,7 +129,8 @@ function renderStatus(s) {
   $("files-indexed").textContent = f.indexed ?? "–";
   $("files-not-indexed").textContent = f.not_indexed ?? "–";
   $("files-deleted").textContent = f.deleted ?? "–";
-  $("files-failed").textContent = f.failed ?? "–";
+  $("files-failed").textContent =
+    (f.failed ?? "–") + (f.to_retry ? ` (${f.to_retry} not the files' fault: read again by the next run)` : "");
   $("pending").textContent = s.pending_changes ?? "–";
   for (const key of COUNT_KEYS) {
     $("count-" + key.replaceAll("_", "-")).textContent = s[key] ?? "–";
@@ -142,7 +143,8 @@ function renderStatus(s) {
   failed.replaceChildren(
     ...(s.failed || []).map((item) => {
       const li = el("li");
-      li.append(el("span", item.path, "mono"), el("span", " — " + item.reason));
+      const again = item.fault === "ours" ? ` (not the file's fault: tried ${item.tries}×, read again by the next run)` : "";
+      li.append(el("span", item.path, "mono"), el("span", " — " + item.reason + again));
       return li;
     })
   );
