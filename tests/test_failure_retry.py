@@ -257,6 +257,60 @@ def test_the_parse_box_drops_a_child_it_could_not_wait_on(
     assert note.title == "Beta"
 
 
+def test_the_parse_box_drops_a_child_whose_start_it_could_not_wait_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its "ready", unread, would be read as the next file's reply."""
+    real = parsebox.readable
+    calls = []
+
+    def readable(fd: int, timeout: float) -> bool:
+        calls.append(fd)
+        if len(calls) == 1:
+            raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+        return real(fd, timeout)
+
+    monkeypatch.setattr(parsebox, "readable", readable)
+    parser = ParserRegistry().parser_for("a.md")
+    assert parser is not None
+    with ParseBox(IndexConfig()) as box:
+        with pytest.raises(Exception) as failed:
+            box.parse(parser, "a.md", NOTES["a.md"], b"")
+        assert getattr(failed.value, "fault", None) == OURS
+        assert box.parse(parser, "b.md", NOTES["b.md"], b"").title == "Beta"
+        assert box.parse(parser, "a.md", NOTES["a.md"], b"").title == "Alpha"
+
+
+def test_a_file_that_keeps_failing_for_us_is_tried_once_a_run_and_counted(
+    write_vault: WriteVault, embedder: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_send, real_readable = parsebox._send, parsebox.readable
+    armed = []
+
+    def send(stream: Any, message: Any) -> None:
+        real_send(stream, message)
+        if message[1] == "a.md":
+            armed.append(1)
+
+    def readable(fd: int, timeout: float) -> bool:
+        if armed:
+            armed.pop()
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return real_readable(fd, timeout)
+
+    monkeypatch.setattr(parsebox, "_send", send)
+    monkeypatch.setattr(parsebox, "readable", readable)
+    root = write_vault(NOTES)
+    with Vault.open(root) as vault:
+        tried = [len(vault.index().to_retry) for _ in range(3)]
+        assert tried == [1, 1, 1]
+        assert vault.status()["to_retry"] == {"a.md": 3}
+        assert "tried up to 3 times" in vault.check().reasons[0]
+        (root / "a.md").write_text(NOTES["a.md"] + "More.\n")  # a change starts again
+        vault.index()
+        assert vault.status()["to_retry"] == {"a.md": 1}
+
+
 @pytest.mark.parametrize(
     ("code", "fault"),
     [(-9, FILE), (-11, OURS), (-15, OURS), (1, OURS)],

@@ -139,6 +139,8 @@ class ParseBox:
             self.close()
             self._without_child("it did not start")
             return None
+        except Exception as exc:  # its "ready", still unread, would be read as a reply
+            raise self._unreachable(exc) from None
         assert kind == "ready"
         return child
 
