@@ -241,3 +241,30 @@ def test_explain_on_a_terminal_is_a_table_that_adds_up(vault: Path) -> None:
     adds = [float(line.split()[-1]) for line in lines[1:] if not line.strip().startswith("=")]
     assert sum(adds) == pytest.approx(hit.score, abs=1e-3)
     assert lines[-1].split()[-1] == f"{hit.score:.4f}"
+
+
+def test_commands_called_in_process_leave_nothing_open(
+    vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Code that calls ``main`` many times in one process (a test battery, a notebook)
+    must not gather a catalog connection, index files and a reader lock per call: past
+    1,024 descriptors the parse box's waits failed and a repair indexed nothing."""
+    fds = Path("/proc/self/fd")
+    if not fds.is_dir():
+        pytest.skip("needs /proc/self/fd")
+    commands = [
+        ("index", str(vault)),
+        ("status", str(vault)),
+        ("search", "rivers", "--vault", str(vault)),
+        ("get", "a.md", "--vault", str(vault)),
+        ("related", "a.md", "--vault", str(vault)),
+        ("list", "--vault", str(vault)),
+        ("check", str(vault)),
+    ]
+    for argv in commands:  # the first round loads the model and its threads, once
+        assert run(capsys, *argv)[0] == 0, argv
+    before = len(list(fds.iterdir()))
+    for _ in range(3):
+        for argv in commands:
+            assert run(capsys, *argv)[0] == 0, argv
+    assert len(list(fds.iterdir())) == before

@@ -7,6 +7,7 @@ command that fixes it, with a traceback only under ``--debug``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import json
 import re
@@ -26,14 +27,21 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def _open(args: argparse.Namespace, vault: str | None = None) -> Vault:
+    """The command's vault, closed when ``main`` returns: a process exits anyway, but
+    code that calls ``main`` again and again in one process must not gather the
+    catalog connections, index files and reader locks of every call."""
     from vaultsearch.app.vault import Vault
 
-    return Vault.open(
+    opened = Vault.open(
         vault or args.vault or ".",
         index_dir=args.index_dir,
         config=args.config,
         flags=tuple(getattr(args, "set", None) or ()),
     )
+    closing: contextlib.ExitStack | None = getattr(args, "closing", None)
+    if closing is not None:
+        closing.callback(opened.close)
+    return opened
 
 
 def _print_json(value: Any) -> None:
@@ -710,7 +718,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     _one_vault(parser, args)
     handler: Handler = args.handler
     try:
-        return handler(args)
+        with contextlib.ExitStack() as args.closing:
+            return handler(args)
     except VaultsearchError as exc:
         if args.debug:
             traceback.print_exc()
