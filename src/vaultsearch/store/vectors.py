@@ -205,7 +205,7 @@ class SegmentedVectors:
         kth = float(-np.partition(-every, k - 1)[k - 1])
         out = []
         for part in found:
-            asked = read
+            asked = max(read, len(part[0]))  # an approximate segment gives all it scored
             while (wider := wider_read(part[0], k, asked, k + TIE_FETCH, kth)) is not None:
                 asked = wider
                 part = self._tops(q, k, asked, wanted, [int(part[1][0])])[0]
@@ -327,7 +327,7 @@ def _segment_top(
     """A segment's top ``read`` (``k`` when None) (scores, positions): flat, or the
     candidates of its approximate index scored by the flat kernel (the scores a flat
     scan gives them). The candidates are those a top ``k`` asks for, more only when
-    ``read`` passes them (a tie read wider): a read of k + 1 scores the same rows."""
+    ``read`` passes them: a read of k + 1 scores the same rows, and gives them all."""
     read = k if read is None else read
     if seg.entry.ann is None:
         if _half_scanned(seg):
@@ -339,7 +339,11 @@ def _segment_top(
         picked = np.flatnonzero(mask)
     else:
         picked = ann.candidates(seg.ann_index, query, max(k, -(-read // ann.OVERSAMPLE)), mask)
-    scores, at = _flat_top(query, _candidate_rows(seg, picked), read, None)
+    # a read past k (a search settling ties) takes every candidate it scored: read wider,
+    # it would walk the graph again for the same candidates (at a million chunks 17 of 50
+    # searches did, 1 ms a search more on average)
+    taken = max(read, len(picked)) if read > k else k
+    scores, at = _flat_top(query, _candidate_rows(seg, picked), taken, None)
     return scores, picked[at]
 
 
