@@ -182,3 +182,41 @@ def test_identical_notes_keep_their_semantic_places_after_an_edit_written_back(
         vaults = [Vault(root, tmp_path / ix, cfg) for ix in ("edited", "fresh")]
         tops = [[h.path for h in v.search("river mill", mode=mode, top_k=5)] for v in vaults]
         assert tops == [[f"f{i:02d}/Template.md" for i in range(5)]] * 2, mode
+
+
+def test_identical_notes_keep_their_semantic_places_after_a_vector_repair(
+    tmp_path: Path, embedder: object
+) -> None:
+    """A vector segment of an index whose note was edited and written back is damaged,
+    and ``check --repair`` writes the vectors again from the catalog: in chunk id order,
+    the edited note's chunk, numbered anew, last. The semantic top 5 is still the first
+    five folders."""
+    from vaultsearch.cli.main import main
+    from vaultsearch.store.layout import IndexLayout
+
+    text = "# Template\n\nThe river runs past the mill.\n"
+    root = write_files(tmp_path / "vault", {f"f{i:02d}/Template.md": text for i in range(12)})
+    note = root / "f01/Template.md"
+    index_dir = tmp_path / "index"
+    with Vault.open(root, index_dir=index_dir) as vault:
+        vault.index()
+        note.write_text(text + "\nA pond by the mill.\n")
+        bump_mtime(note)
+        vault.index()
+        note.write_text(text)
+        bump_mtime(note, 10)
+        vault.index()
+        cfg = vault.config.with_search(candidates=5)
+    folder = IndexLayout(index_dir).live.root / "segments"
+    segment = sorted(folder.glob("vectors-*.rows.npy"))[0]
+    data = bytearray(segment.read_bytes())
+    data[-100] ^= 0x10
+    segment.unlink()  # a new file: the old one may still be mapped
+    segment.write_bytes(bytes(data))
+    args = [str(root), "--index-dir", str(index_dir)]
+    assert main(["check", *args]) != 0
+    assert main(["check", "--repair", *args]) == 0
+    assert main(["check", *args]) == 0
+    with Vault(root, index_dir, cfg) as vault:
+        top = [h.path for h in vault.search("river mill", mode="semantic", top_k=5)]
+    assert top == [f"f{i:02d}/Template.md" for i in range(5)]
