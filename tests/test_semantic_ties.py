@@ -92,6 +92,18 @@ def test_a_tie_at_the_cut_is_cut_by_path_whatever_the_write_order(kind: str) -> 
     assert scores[0] == scores[1] > scores[2] == scores[-1]
 
 
+def test_a_filter_narrower_than_the_graph_cuts_the_tie_by_path_too() -> None:
+    """An approximate segment with few rows selected (``allowed``) is scanned flat over
+    them: the tie there is read wider and cut alike."""
+    allowed = np.array([c for c, _ in CHUNKS] + [100_000, 100_001], dtype=np.int64)
+    tops = []
+    for order in (CHUNKS, CHUNKS[::-1]):
+        reader = _reader("ann", order)
+        hits = reader.search(Query(vector=QUERY, tie_order=BY_ID), 5, allowed)
+        tops.append(sorted(cid for cid, _ in hits))
+    assert tops == [[1, 2, 3, 4, 5]] * 2
+
+
 @pytest.mark.parametrize("split", [False, True], ids=["one_thread", "scan_pool"])
 def test_a_tie_spanning_two_segments_is_read_wider_where_a_segment_holds_more(
     split: bool, monkeypatch: pytest.MonkeyPatch

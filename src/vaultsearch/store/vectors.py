@@ -327,7 +327,8 @@ def _segment_top(
     """A segment's top ``read`` (``k`` when None) (scores, positions): flat, or the
     candidates of its approximate index scored by the flat kernel (the scores a flat
     scan gives them). The candidates are those a top ``k`` asks for, more only when
-    ``read`` passes them: a read of k + 1 scores the same rows, and gives them all."""
+    ``read`` passes them: a read of k + 1 scores the same rows, and gives them all (the
+    graph's candidates; a narrow filter's selected rows are scanned as a flat segment)."""
     read = k if read is None else read
     if seg.entry.ann is None:
         if _half_scanned(seg):
@@ -336,13 +337,13 @@ def _segment_top(
     from vaultsearch.store import ann
 
     if mask is not None and mask.sum() < ann.MIN_SELECTED * len(mask):
-        picked = np.flatnonzero(mask)
+        picked, taken = np.flatnonzero(mask), read  # every selected row: a flat scan
     else:
         picked = ann.candidates(seg.ann_index, query, max(k, -(-read // ann.OVERSAMPLE)), mask)
-    # a read past k (a search settling ties) takes every candidate it scored: read wider,
-    # it would walk the graph again for the same candidates (at a million chunks 17 of 50
-    # searches did, 1 ms a search more on average)
-    taken = max(read, len(picked)) if read > k else k
+        # a read past k (a search settling ties) takes every candidate it scored: read
+        # wider, it would walk the graph again for the same candidates (at a million
+        # chunks 17 of 50 searches did, 1 ms a search more on average)
+        taken = max(read, len(picked)) if read > k else k
     scores, at = _flat_top(query, _candidate_rows(seg, picked), taken, None)
     return scores, picked[at]
 
