@@ -41,11 +41,11 @@ from vaultsearch.search.ranking import Candidate, FusionSettings, complete, fuse
 from vaultsearch.search.request import SearchRequest, check_shape
 from vaultsearch.search.snippets import make_snippet
 from vaultsearch.store.catalog import ChunkRow
-from vaultsearch.store.keywords import wider_read
 from vaultsearch.store.milvus.client import connect, engine_errors
 from vaultsearch.store.milvus.live import live_manifest, load
 from vaultsearch.store.milvus.schema import CHUNK_OUTPUT, SHOWN, analysed, collection, run_ids
 from vaultsearch.store.milvus.target import MilvusTarget
+from vaultsearch.store.ties import wider_read
 
 MAX_LIMIT = 16_384
 """Milvus's largest ``limit`` (topk)."""
@@ -238,22 +238,22 @@ class MilvusReader:
     def _ann(
         self, gen: str, field_: str, data: Any, k: int, expr: str, view: _View
     ) -> list[tuple[int, float]]:
-        """The top ``k`` by the dense or the sparse (BM25) field. BM25 ties whole runs of
-        chunks (a note's copies, a lone word in chunks of one length), and which of a tie
-        at the cut the engine keeps depends on where it stored them: so the sparse side
-        reads as the local keyword index does (``store.keywords._top``), twice ``k``, four
-        times more while the last read still ties the k-th (up to ``MAX_LIMIT``), and
-        cuts the tie by chunk id."""
+        """The top ``k`` by the dense or the sparse (BM25) field. Both tie whole runs of
+        chunks (a note's copies, identical notes: the same text gives the same vector and
+        the same BM25; a lone word in chunks of one length), and which of a tie at the cut
+        the engine keeps depends on where it stored them: so each side reads as the local
+        indexes do (``store/ties.py``): the sparse side twice ``k``, the dense side
+        ``k + 1`` (as a vector segment is read), four times more while the last read
+        still ties the k-th (up to ``MAX_LIMIT``), and the tie is cut by chunk id (note
+        paths reach this reader only after the branches)."""
         sparse = field_ == "sparse"
-        limit: int | None = min(2 * k, MAX_LIMIT) if sparse else k
+        limit: int | None = min(2 * k if sparse else k + 1, MAX_LIMIT)
         while limit is not None:
             res = self.client.search(
                 collection(gen, "chunks"), data=[data], anns_field=field_, limit=limit,
                 filter=expr, output_fields=["note_id"],
             )  # fmt: skip
             hits = view.take(res[0], absolute=sparse)
-            if not sparse:
-                return hits
             scores = sorted((s for _, s in hits), reverse=True)
             limit = wider_read(scores, k, limit, MAX_LIMIT)
         return sorted(hits, key=lambda h: (-h[1], h[0]))[:k]

@@ -23,6 +23,7 @@ import numpy as np
 import tantivy
 
 from vaultsearch.store.fuzzy import Expansion, expand_word
+from vaultsearch.store.ties import TIE_FETCH, settle, wider_read
 
 TEXT_FIELDS = ("title", "aliases", "headings", "tags", "meta", "text")
 NAME_FIELDS = ("title", "aliases", "tags", "meta")
@@ -271,12 +272,6 @@ def _with_title(title: str, body: str) -> str:
     return body if not title or head.casefold() == title.casefold() else f"{title} \n{body}"
 
 
-TIE_FETCH = 4096
-"""The most hits past ``k`` a search reads to settle a tie at its cut (``_top``): a tie
-longer than this is settled among the hits read (the vault replicated 110 times ties
-110 copies of a note; a lone word of a common length can tie thousands)."""
-
-
 def _top(
     searcher: tantivy.Searcher,
     query: tantivy.Query,
@@ -306,21 +301,8 @@ def _top(
     ids = np.array(_chunk_ids(searcher, [addr for _, addr in hits]), dtype=np.int64)
     scores = np.array([score for score, _ in hits], dtype=np.float64)
     order = np.lexsort((ids, -scores))
-    if tie_order is not None and len(order) > k and scores[order[k]] == scores[order[k - 1]]:
-        tied = np.flatnonzero(scores[order] == scores[order[k - 1]])
-        keys = tie_order(ids[order[tied]].tolist())
-        order[tied] = order[tied][sorted(range(len(tied)), key=keys.__getitem__)]
+    settle(order, ids, scores, k, tie_order)
     return [(int(ids[i]), float(scores[i])) for i in order[:k]]
-
-
-def wider_read(scores: Sequence[float], k: int, asked: int, cap: int) -> int | None:
-    """How many hits to read next to settle the tie at the k-th score, or None when it
-    is settled: fewer hits came than were asked for, the last one read is below the
-    k-th (``scores`` best first), or ``cap`` was asked for already. The local keyword
-    index (``_top``) and the Milvus reader's BM25 side read alike."""
-    if len(scores) < asked or asked >= cap or scores[-1] < scores[k - 1]:
-        return None
-    return min(4 * asked, cap)
 
 
 def _chunk_ids(searcher: tantivy.Searcher, addresses: list[tantivy.DocAddress]) -> list[int]:

@@ -3,7 +3,9 @@ read from the segments of a generation (``segments.py``).
 
 A search scans each segment with FAISS's flat kernel (the one ``IndexFlatIP`` runs)
 and merges the results as one flat index over every live row in order would have:
-the same scores, and ties broken by position the same way.
+the same scores, and ties broken by position the same way, except a tie at the k-th
+cosine, which a search's ``tie_order`` cuts (note path, then chunk id: where a row sits
+is not the vault's order once a repair, a merge or an edit moves it; ``store/ties.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy as np  # noqa: E402
 
 from vaultsearch.store import scanpool  # noqa: E402
 from vaultsearch.store.segments import Entry, Segment  # noqa: E402
+from vaultsearch.store.ties import TIE_FETCH, TieOrder, settle, wider_read  # noqa: E402
 
 _threads = threading.local()
 
@@ -137,41 +140,84 @@ class SegmentedVectors:
         return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
 
     def search(
-        self, query: np.ndarray, k: int, allowed: np.ndarray | None = None
+        self,
+        query: np.ndarray,
+        k: int,
+        allowed: np.ndarray | None = None,
+        tie_order: TieOrder | None = None,
     ) -> list[tuple[int, float]]:
         """Top-k (chunk id, cosine) pairs; ``allowed`` restricts the scan itself, so that
-        a filtered query still gets k results when k exist."""
+        a filtered query still gets k results when k exist. Equal cosines at the k-th
+        (identical notes: the same text gives the same vector, and a row's score does
+        not depend on where it sits) are cut in ``tie_order``; None: by position, as one
+        flat index over every live row in order would (tools holding a vector)."""
         if k <= 0 or len(self) == 0 or (allowed is not None and len(allowed) == 0):
             return []
         q = normalize(query)
         wanted = None if allowed is None else np.asarray(allowed, dtype=np.int64)
         scanned = [n for n, seg in enumerate(self.segments) if seg.entry.live]
+        # k + 1 a segment: a segment whose (k+1)-th still ties the k-th holds more of
+        # the tie than it gave (``_settled``); the top k is the same set as k would give
+        read = k + 1 if tie_order is not None else k
         costs = [_scan_cost(self.segments[n]) for n in scanned]
         if len(scanned) > 1 and sum(costs) >= PARALLEL_ROWS:
             for n in scanned:
                 _held_here(self.segments[n])
             mine, theirs = scanpool.halves(costs)
             a, b = scanpool.both(
-                lambda: self._tops(q, k, wanted, [scanned[i] for i in mine]),
-                lambda: self._tops(q, k, wanted, [scanned[i] for i in theirs]),
+                lambda: self._tops(q, k, read, wanted, [scanned[i] for i in mine]),
+                lambda: self._tops(q, k, read, wanted, [scanned[i] for i in theirs]),
             )
             found = a + b
         else:
-            found = self._tops(q, k, wanted, scanned)
+            found = self._tops(q, k, read, wanted, scanned)
         if not found:
             return []
+        if tie_order is not None:
+            found = self._settled(q, k, read, wanted, found)
         scores, seg_no, pos, ids = (np.concatenate(a) for a in zip(*found, strict=True))
         # as one flat scan: the earlier position wins a tie for the last place, and tied
         # results come out latest position first
-        top = np.lexsort((pos, seg_no, -scores))[:k]
+        order = np.lexsort((pos, seg_no, -scores))
+        cut = settle(order, ids, scores, k, tie_order)
+        top = order[:k]
         top = top[np.lexsort((-pos[top], -seg_no[top], -scores[top]))]
+        if cut:  # the tie at the cut, the lowest score kept, in ``tie_order``
+            kth = scores[order[k - 1]]
+            top[scores[top] == kth] = order[:k][scores[order[:k]] == kth]
         return [(int(ids[i]), float(scores[i])) for i in top]
 
-    def _tops(
-        self, q: np.ndarray, k: int, wanted: np.ndarray | None, numbers: list[int]
+    def _settled(
+        self,
+        q: np.ndarray,
+        k: int,
+        read: int,
+        wanted: np.ndarray | None,
+        found: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
     ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-        """The top k of each of these segments (by number): (scores, segment number,
-        positions, ids), for ``search`` to merge."""
+        """``found`` with every segment's rows tied at the search's k-th cosine: a
+        segment whose last row read still ties it is read again, wider (``wider_read``,
+        up to ``TIE_FETCH`` past k a segment). Reading wider adds no row above the k-th,
+        so the k-th cosine stays what the first reads found."""
+        every = np.concatenate([scores for scores, *_ in found])
+        if len(every) <= k:  # every segment gave fewer than it was asked for
+            return found
+        kth = float(-np.partition(-every, k - 1)[k - 1])
+        out = []
+        for part in found:
+            asked = max(read, len(part[0]))  # an approximate segment gives all it scored
+            while (wider := wider_read(part[0], k, asked, k + TIE_FETCH, kth)) is not None:
+                asked = wider
+                part = self._tops(q, k, asked, wanted, [int(part[1][0])])[0]
+            out.append(part)
+        return out
+
+    def _tops(
+        self, q: np.ndarray, k: int, read: int, wanted: np.ndarray | None, numbers: list[int]
+    ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """The top ``read`` of each of these segments (by number), the search's ``k``
+        sizing an approximate segment's candidates: (scores, segment number, positions,
+        ids), for ``search`` to merge."""
         _one_openmp_thread()
         found = []
         for n in numbers:
@@ -180,7 +226,7 @@ class SegmentedVectors:
             if wanted is not None:
                 hit = np.isin(seg.ids, wanted)
                 mask = hit if mask is None else mask & hit
-            scores, pos = _segment_top(q, seg, k, mask)
+            scores, pos = _segment_top(q, seg, k, mask, read)
             found.append((scores, np.full(len(pos), n), pos, np.asarray(seg.ids)[pos]))
         return found
 
@@ -276,21 +322,29 @@ def _held_here(seg: Segment) -> None:
 
 
 def _segment_top(
-    query: np.ndarray, seg: Segment, k: int, mask: np.ndarray | None
+    query: np.ndarray, seg: Segment, k: int, mask: np.ndarray | None, read: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """A segment's top-k (scores, positions): flat, or the candidates of its approximate
-    index scored by the flat kernel (the scores a flat scan gives them)."""
+    """A segment's top ``read`` (``k`` when None) (scores, positions): flat, or the
+    candidates of its approximate index scored by the flat kernel (the scores a flat
+    scan gives them). The candidates are those a top ``k`` asks for, more only when
+    ``read`` passes them: a read of k + 1 scores the same rows, and gives them all (the
+    graph's candidates; a narrow filter's selected rows are scanned as a flat segment)."""
+    read = k if read is None else read
     if seg.entry.ann is None:
         if _half_scanned(seg):
-            return _half_top(query, seg, k, mask)
-        return _flat_top(query, float_rows(seg), k, mask)
+            return _half_top(query, seg, read, mask)
+        return _flat_top(query, float_rows(seg), read, mask)
     from vaultsearch.store import ann
 
     if mask is not None and mask.sum() < ann.MIN_SELECTED * len(mask):
-        picked = np.flatnonzero(mask)
+        picked, taken = np.flatnonzero(mask), read  # every selected row: a flat scan
     else:
-        picked = ann.candidates(seg.ann_index, query, k, mask)
-    scores, at = _flat_top(query, _candidate_rows(seg, picked), k, None)
+        picked = ann.candidates(seg.ann_index, query, max(k, -(-read // ann.OVERSAMPLE)), mask)
+        # a read past k (a search settling ties) takes every candidate it scored: read
+        # wider, it would walk the graph again for the same candidates (at a million
+        # chunks 17 of 50 searches did, 1 ms a search more on average)
+        taken = max(read, len(picked)) if read > k else k
+    scores, at = _flat_top(query, _candidate_rows(seg, picked), taken, None)
     return scores, picked[at]
 
 

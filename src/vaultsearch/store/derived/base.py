@@ -49,9 +49,10 @@ class Query:
     boosts: Mapping[str, float] | None = None
     """Field weights for a lexical index instead of the configured ones (the tuning bench)."""
     tie_order: Callable[[Sequence[int]], Sequence[Any]] | None = None
-    """Sort keys of chunk ids, by which a lexical index orders hits of equal score and
-    so cuts a tie at its k-th (``Snapshot.tie_order``: the note's path, then the chunk
-    id); None: by chunk id alone."""
+    """Sort keys of chunk ids, by which a branch (keywords, vectors) cuts a tie at its
+    k-th score (``Snapshot.tie_order``: the note's path, then the chunk id; see
+    ``store/ties.py``); None: a lexical index by chunk id alone, a vector index by
+    position."""
 
 
 class Reader(Protocol):

@@ -444,7 +444,7 @@ class VectorReader:
     def search(self, query: Query, k: int, allowed: Any = None) -> list[tuple[int, float]]:
         if query.vector is None:
             return []
-        return self.vectors.search(query.vector, k, allowed)
+        return self.vectors.search(query.vector, k, allowed, query.tie_order)
 
     def score(self, query: Query, ids: Sequence[int] | np.ndarray) -> list[tuple[int, float]]:
         """The exact cosine of each given chunk a top-k search did not reach."""
