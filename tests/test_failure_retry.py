@@ -335,3 +335,36 @@ def test_a_parse_child_that_dies_is_ours_unless_the_kernel_refused_it_memory(
 )
 def test_an_older_rows_fault_is_read_from_its_reason(reason: str, fault: str) -> None:
     assert of_reason(reason) == fault
+
+
+@pytest.mark.parametrize(
+    ("code", "boxed"), [(errno.EMFILE, True), (errno.EAGAIN, True), (errno.EACCES, False)]
+)
+def test_a_parse_child_that_could_not_be_started_for_a_moment_is_started_again(
+    monkeypatch: pytest.MonkeyPatch, code: int, boxed: bool
+) -> None:
+    """A server's manager keeps its parse box for its whole life: one start refused for
+    want of descriptors or processes must not parse every later file without the
+    budgets. A start refused for good (a sandbox: no permission) still parses in
+    this process, as before."""
+    real = parsebox.subprocess.Popen
+    calls = []
+
+    def popen(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args)
+        if len(calls) == 1:
+            raise OSError(code, os.strerror(code))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(parsebox.subprocess, "Popen", popen)
+    parser = ParserRegistry().parser_for("a.md")
+    assert parser is not None
+    with ParseBox(IndexConfig()) as box:
+        if boxed:
+            with pytest.raises(Exception) as failed:
+                box.parse(parser, "a.md", NOTES["a.md"], b"")
+            assert getattr(failed.value, "fault", None) == OURS
+        else:
+            assert box.parse(parser, "a.md", NOTES["a.md"], b"").title == "Alpha"
+        assert box.parse(parser, "b.md", NOTES["b.md"], b"").title == "Beta"
+        assert box.started == (1 if boxed else 0)

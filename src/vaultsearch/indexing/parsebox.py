@@ -26,7 +26,7 @@ from vaultsearch._limits import MB, child_command, limit_address_space
 from vaultsearch._readable import readable
 from vaultsearch.config import IndexConfig
 from vaultsearch.errors import FileUnreadableError
-from vaultsearch.fault import OURS
+from vaultsearch.fault import OURS, of_os_error
 from vaultsearch.models import ParsedNote
 from vaultsearch.parsers import Parser, parse_content
 
@@ -129,6 +129,14 @@ class ParseBox:
         try:
             child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         except OSError as exc:
+            if of_os_error(exc) == OURS:
+                # short of descriptors, memory or processes for a moment: the next file
+                # starts a child again, where giving up would parse every later file of
+                # a long-lived server without its budgets
+                raise FileUnreadableError(
+                    f"the parser process could not be started ({exc.strerror or exc}).",
+                    fault=OURS,
+                ) from None
             self._without_child(str(exc))
             return None
         self._child = child
