@@ -121,7 +121,10 @@ class Dataset:
         snap = orch.snapshot()
         ids = [q for q in queries if qrels.get(q)]
         layout = sorted((c, snap.notes[n].path) for c, n in snap.note_of_chunk.items())
-        key = _digest(_code(), repr(orch.config), layout, [(q, queries[q]) for q in ids], K)
+        key = _digest(
+            _code(), repr(orch.config), orch.embedder.cache_key, layout,
+            [(q, queries[q]) for q in ids], K,
+        )  # fmt: skip
         cached = STORE / f"retrieved-{key}.pkl"
         if cached.is_file():
             retrieved = pickle.loads(cached.read_bytes())
