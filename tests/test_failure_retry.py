@@ -18,7 +18,7 @@ import pytest
 from tests.conftest import WriteVault, live_catalog
 from vaultsearch.app.vault import Vault
 from vaultsearch.config import IndexConfig
-from vaultsearch.fault import FILE, OURS, FailureRow, of_reason
+from vaultsearch.fault import FILE, MAX_TRIES, OURS, FailureRow, of_reason
 from vaultsearch.indexing import parsebox
 from vaultsearch.indexing.parsebox import ParseBox
 from vaultsearch.parsers import ParserRegistry
@@ -285,10 +285,12 @@ def test_a_file_that_keeps_failing_for_us_is_tried_once_a_run_and_counted(
     write_vault: WriteVault, embedder: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     real_send, real_readable = parsebox._send, parsebox.readable
-    armed = []
+    armed: list[int] = []
+    sent: list[str] = []
 
     def send(stream: Any, message: Any) -> None:
         real_send(stream, message)
+        sent.append(message[1])
         if message[1] == "a.md":
             armed.append(1)
 
@@ -302,10 +304,19 @@ def test_a_file_that_keeps_failing_for_us_is_tried_once_a_run_and_counted(
     monkeypatch.setattr(parsebox, "readable", readable)
     root = write_vault(NOTES)
     with Vault.open(root) as vault:
-        tried = [len(vault.index().to_retry) for _ in range(3)]
-        assert tried == [1, 1, 1]
-        assert vault.status()["to_retry"] == {"a.md": 3}
-        assert "tried up to 3 times" in vault.check().reasons[0]
+        tried = [len(vault.index().to_retry) for _ in range(MAX_TRIES - 1)]
+        assert tried == [1] * (MAX_TRIES - 1)
+        assert vault.status()["to_retry"] == {"a.md": MAX_TRIES - 1}
+        assert f"tried up to {MAX_TRIES - 1} times" in vault.check().reasons[0]
+        assert not vault.verify().ok
+        # the last try: a failure that outlives it is the file's until the file changes
+        last = vault.index()
+        assert last.to_retry == set() and "a.md" in last.failed
+        assert vault.status()["to_retry"] == {} and "a.md" in vault.status()["failed"]
+        assert vault.check().status == "current" and vault.verify().ok
+        sent.clear()
+        vault.index()
+        assert "a.md" not in sent and "a.md" in vault.status()["failed"]  # not read again
         (root / "a.md").write_text(NOTES["a.md"] + "More.\n")  # a change starts again
         vault.index()
         assert vault.status()["to_retry"] == {"a.md": 1}

@@ -13,7 +13,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vaultsearch.fault import FILE, Failure, FailureRow, of_os_error
+from vaultsearch.fault import Failure, FailureRow, of_os_error
 from vaultsearch.indexing.scan import FileInfo
 
 _BINARY_SNIFF = 8192
@@ -180,10 +180,10 @@ def plan_changes(
         old = known.get(path)
         prior = failures.get(path)
         if prior is not None and (prior.mtime_ns, prior.size) == (info.mtime_ns, info.size):
-            if prior.fault == FILE and not reparse_all:
+            if not prior.retried and not reparse_all:
                 plan.still_failed += 1
                 continue
-            if prior.fault != FILE:
+            if prior.retried:
                 plan.retried[path] = prior.tries
         if old and not reparse_all and (old[2], old[3]) == (info.size, info.mtime_ns):
             plan.unchanged += 1

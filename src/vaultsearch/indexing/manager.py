@@ -40,7 +40,7 @@ from vaultsearch.errors import (
     IndexCorruptError,
     VaultsearchError,
 )
-from vaultsearch.fault import Failure, FailureRow
+from vaultsearch.fault import MAX_TRIES, Failure, FailureRow
 from vaultsearch.indexing.batch import BatchEmbedder, Cancelled, Prepared, prepare
 from vaultsearch.indexing.changes import (
     ChangePlan,
@@ -814,6 +814,9 @@ class IndexManager:
                 if early and due and n + 1 < len(batches):
                     self._publish_step(writer, manifest, summary)
                     published = time.monotonic()
+            summary.to_retry = {  # the try that reached the limit was the last
+                p for p in summary.to_retry if plan.retried.get(p, 0) + 1 < MAX_TRIES
+            }
             with writer.catalog.transaction():
                 resolve_links(writer.catalog)
                 if early and not summary.cancelled:
