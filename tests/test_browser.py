@@ -141,3 +141,47 @@ def test_beyond_loopback_the_page_works_with_the_token_in_its_address(
         assert text(driver, "files-total") == "1"
         assert text(driver, "connection") == "polling"
         assert "token" not in driver.current_url  # taken out of the address bar
+
+
+def test_the_page_says_which_failed_files_the_next_run_reads_again(
+    tmp_path: Path, embedder: object
+) -> None:
+    """A failure of the file's own and one of ours (``fault.py``) side by side: the page
+    counts and marks only ours as read again by the next run."""
+    from tests.conftest import live_catalog
+    from vaultsearch.app.vault import Vault
+    from vaultsearch.fault import OURS, FailureRow
+
+    notes: dict[str, str | bytes] = {
+        "a.md": "# Alpha\n\nAlder trees by the alpine lake.\n",
+        "b.md": "# Beta\n\nBirches on the river bank.\n",
+        "junk.md": b"\x00\x01\x02" * 400,
+    }
+    root = write_files(tmp_path / "vault", notes)
+    index_dir = tmp_path / "index"
+    with Vault.open(root, index_dir=index_dir) as vault:
+        vault.index()
+    catalog = live_catalog(index_dir, readonly=False)
+    try:  # a.md as a run that ran out of descriptors recorded it
+        st = (root / "a.md").stat()
+        with catalog.transaction():
+            note = catalog.note_by_path("a.md")
+            assert note is not None
+            catalog.delete_note(note.id)
+            reason = "the parser process could not be reached (OSError: [Errno 24] Too many open files)."
+            catalog.set_failure("a.md", FailureRow(reason, st.st_mtime_ns, st.st_size, OURS))
+    finally:
+        catalog.close()
+    with served(root, index_dir) as url, chromium() as driver:
+        driver.get(url)
+        wait_for(driver, lambda d: text(d, "files-failed").startswith("2"), "two failed files")
+        assert text(driver, "files-failed") == (
+            "2 (1 not the files' fault: read again by the next run)"
+        )
+        items = {
+            li.text.split(" — ")[0]: li.text
+            for li in driver.find_element("id", "failed").find_elements("tag name", "li")
+        }
+        assert set(items) == {"a.md", "junk.md"}
+        assert items["a.md"].endswith("(not the file's fault: tried 1×, read again by the next run)")
+        assert "read again" not in items["junk.md"]
