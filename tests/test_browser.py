@@ -168,7 +168,9 @@ def test_the_page_says_which_failed_files_the_next_run_reads_again(
             note = catalog.note_by_path("a.md")
             assert note is not None
             catalog.delete_note(note.id)
-            reason = "the parser process could not be reached (OSError: [Errno 24] Too many open files)."
+            reason = (
+                "the parser process could not be reached (OSError: [Errno 24] Too many open files)."
+            )
             catalog.set_failure("a.md", FailureRow(reason, st.st_mtime_ns, st.st_size, OURS))
     finally:
         catalog.close()
@@ -183,5 +185,7 @@ def test_the_page_says_which_failed_files_the_next_run_reads_again(
             for li in driver.find_element("id", "failed").find_elements("tag name", "li")
         }
         assert set(items) == {"a.md", "junk.md"}
-        assert items["a.md"].endswith("(not the file's fault: tried 1×, read again by the next run)")
+        assert items["a.md"].endswith(
+            "(not the file's fault: tried 1×, read again by the next run)"
+        )
         assert "read again" not in items["junk.md"]
