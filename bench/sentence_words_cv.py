@@ -48,12 +48,12 @@ from query_map_cv import seen_split
 from query_map_data import Judged
 from tune import SCIFACT, load, trial_of
 from tune_cv import cross_validate, paired_cells
-from tune_data import FOLDS, STORE, Dataset, K, Scores, Trial, _completion, _digest, score_run
+from tune_data import FOLDS, STORE, Dataset, Scores, Trial, _completion, _digest, score_run
 from vaultsearch.config import Config
 from vaultsearch.parsers.sentences import unit_texts
 from vaultsearch.search.orchestrator import Retrieved
 from vaultsearch.search.query import parse_query
-from vaultsearch.search.ranking import Candidate, FusionSettings, extend
+from vaultsearch.search.ranking import Candidate, FusionSettings
 
 Hits = list[tuple[int, float]]
 K1, B = 1.2, 0.75
@@ -186,7 +186,6 @@ class WithWords:
     def run(self, trial: Trial) -> dict[str, list[str]]:
         """``Dataset.run`` with the extra branch: same depth, same extension levels."""
         ds = self.ds
-        snap = ds.orchestrator.snapshot()
         _, source, mode, w = trial.variant
         base = dict(trial.settings.weights)
         total = sum(base.values())
@@ -204,16 +203,9 @@ class WithWords:
         words = self.hits[str(source)]
         out = {}
         for qid, r in ds.retrieved.items():
-            ranked = self._rank_at(settings, r, words[qid], depth)
-            level = depth
-            while len(ranked) < ds.top_k and level < K:
-                level = min(level * 4, K)
-                grown = extend(ranked, self._rank_at(settings, r, words[qid], level))
-                if len(grown) == len(ranked):
-                    break
-                ranked = grown
-            out[qid] = list(
-                dict.fromkeys(ds.doc_of.get(snap.notes[c.note_id].path, "") for c in ranked[:100])
+            out[qid] = ds.ranked_docs(
+                lambda level, r=r, hits=words[qid]: self._rank_at(settings, r, hits, level),
+                depth,
             )
         return out
 

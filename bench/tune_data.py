@@ -14,7 +14,7 @@ import hashlib
 import os
 import pickle
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -170,7 +170,6 @@ class Dataset:
     def run(self, trial: Trial, branches: Sequence[str] | None = None) -> Run:
         """Each query ranked as a search of ``top_k`` hits ranks it: at the trial's
         depth, then, when that holds fewer notes, extended from deeper levels."""
-        snap = self.orchestrator.snapshot()
         depth = self.depth(trial)
         kw = self._keyword_hits(trial.boosts) if trial.boosts else None
         out: Run = {}
@@ -180,18 +179,30 @@ class Dataset:
                 lists["keyword"] = kw[qid]
             if branches is not None:
                 lists = {b: lists.get(b, []) for b in branches}
-            ranked = self._rank_at(trial, qid, r, lists, depth, branches)
-            level = depth
-            while len(ranked) < self.top_k and level < K:  # the product's levels, cut at K
-                level = min(level * 4, K)
-                grown = extend(ranked, self._rank_at(trial, qid, r, lists, level, branches))
-                if len(grown) == len(ranked):
-                    break
-                ranked = grown
-            out[qid] = list(
-                dict.fromkeys(self.doc_of.get(snap.notes[c.note_id].path, "") for c in ranked[:100])
+            out[qid] = self.ranked_docs(
+                lambda level, q=qid, r=r, lists=lists: self._rank_at(
+                    trial, q, r, lists, level, branches
+                ),
+                depth,
             )
         return out
+
+    def ranked_docs(self, rank_at: Callable[[int], list[Candidate]], depth: int) -> list[str]:
+        """The judged document ids of a ranking at ``depth`` (``rank_at``: the query ranked
+        at a depth), extended from deeper levels while it holds fewer than ``top_k``
+        notes, as the product does (levels 4, 16, ... times as deep, cut at ``K``)."""
+        ranked = rank_at(depth)
+        level = depth
+        while len(ranked) < self.top_k and level < K:
+            level = min(level * 4, K)
+            grown = extend(ranked, rank_at(level))
+            if len(grown) == len(ranked):
+                break
+            ranked = grown
+        snap = self.orchestrator.snapshot()
+        return list(
+            dict.fromkeys(self.doc_of.get(snap.notes[c.note_id].path, "") for c in ranked[:100])
+        )
 
     def _rank_at(
         self,
