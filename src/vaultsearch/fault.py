@@ -92,7 +92,13 @@ class FailureRow(NamedTuple):
     @property
     def retried(self) -> bool:
         """Tried again by the next run though the file has not changed."""
-        return self.fault != FILE and self.tries < MAX_TRIES
+        return read_again(self.fault, self.tries)
+
+
+def read_again(fault: str, tries: int) -> bool:
+    """Whether the next run reads again, unchanged, a file that failed ``tries`` runs as
+    it is with this ``fault``: ours, for up to ``MAX_TRIES`` runs."""
+    return fault != FILE and tries < MAX_TRIES
 
 
 def of_os_error(exc: OSError) -> str:
@@ -104,6 +110,12 @@ def of_os_error(exc: OSError) -> str:
 def of_reason(reason: str) -> str:
     """The class of a failure recorded before classes were: by its wording."""
     return OURS if reason.startswith(OURS_REASONS) else FILE
+
+
+def retry_count_note(count: int) -> str:
+    """What every surface adds to its count of failed files when ``count`` of them are
+    read again by the next run."""
+    return f" ({count} not the files' fault: read again by the next index run)" if count else ""
 
 
 def retry_note(tries: int | None) -> str:

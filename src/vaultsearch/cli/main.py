@@ -168,7 +168,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from rich.markup import escape
     from rich.table import Table
 
-    from vaultsearch.fault import retry_note
+    from vaultsearch.fault import retry_count_note, retry_note
 
     table = Table(show_header=False, box=None, pad_edge=False)
     for key in (
@@ -179,10 +179,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         table.add_row(key.replace("_", " "), str(status[key]))
     table.add_row("size on disk", _human_size(status["size_on_disk"]))
     to_retry = status["to_retry"]
-    failed = str(len(status["failed"]))
-    if to_retry:
-        failed += f" ({len(to_retry)} not the files' fault: read again by the next index run)"
-    table.add_row("failed", failed)
+    table.add_row("failed", f"{len(status['failed'])}{retry_count_note(len(to_retry))}")
     console = Console()
     console.print(f"index: {status['counts_line']}", highlight=False)
     console.print(table)

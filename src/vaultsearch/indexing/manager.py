@@ -40,7 +40,7 @@ from vaultsearch.errors import (
     IndexCorruptError,
     VaultsearchError,
 )
-from vaultsearch.fault import MAX_TRIES, Failure, FailureRow
+from vaultsearch.fault import OURS, Failure, FailureRow, read_again
 from vaultsearch.indexing.batch import BatchEmbedder, Cancelled, Prepared, prepare
 from vaultsearch.indexing.changes import (
     ChangePlan,
@@ -815,7 +815,7 @@ class IndexManager:
                     self._publish_step(writer, manifest, summary)
                     published = time.monotonic()
             summary.to_retry = {  # the try that reached the limit was the last
-                p for p in summary.to_retry if plan.retried.get(p, 0) + 1 < MAX_TRIES
+                p for p in summary.to_retry if read_again(OURS, plan.retried.get(p, 0) + 1)
             }
             with writer.catalog.transaction():
                 resolve_links(writer.catalog)

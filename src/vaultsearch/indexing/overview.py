@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from vaultsearch.fault import FILE, OURS, FailureRow
+from vaultsearch.fault import FILE, OURS, FailureRow, retry_count_note
 from vaultsearch.indexing.manager import IndexManager
 from vaultsearch.indexing.scan import FileInfo
 from vaultsearch.store.catalog import open_catalog_for_reading
@@ -48,10 +48,7 @@ class FileCounts:
 
     def failed_line(self) -> str:
         """``N failed`` and how many of them the next run reads again."""
-        line = f"{len(self.failed)} failed"
-        if self.to_retry:
-            line += f" ({len(self.to_retry)} not the files' fault: read again by the next run)"
-        return line
+        return f"{len(self.failed)} failed{retry_count_note(len(self.to_retry))}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
