@@ -75,7 +75,9 @@ def test_pdf_bombs_are_skipped_with_their_budget_and_the_batch_goes_on(
     normal PDF: each bomb is skipped with a reason naming the budget it broke, the rest
     is indexed and searchable, and the next run does not parse the bombs again. Each
     run has one small budget; the other is a hang guard, so which budget a bomb meets
-    does not depend on the machine's speed."""
+    does not depend on the machine's speed. Whose fault the time bomb is does: a
+    machine too busy to give it half a core for its 3 s makes it ours
+    (``fault.of_timeout``), and the next run reads it again, to fail once more."""
     from tests.pdfs import make_pdf, shared_stream_pdf
 
     root, index_dir = tmp_path / "vault", tmp_path / "index"
@@ -101,8 +103,12 @@ def test_pdf_bombs_are_skipped_with_their_budget_and_the_batch_goes_on(
     for word, path in {**NORMAL_WORDS, "photovoltaic": "energy.pdf"}.items():
         assert [h.path for h in vault.search(word, mode="keyword")] == [path]
     again = vault.index()
-    assert (again.added, again.updated, again.failed) == (0, 0, {})
-    assert vault.status()["failed"] == failures
+    assert (again.added, again.updated) == (0, 0)
+    assert summary.to_retry <= {"time-bomb.pdf"}
+    assert set(again.failed) == summary.to_retry
+    assert set(vault.status()["failed"]) == set(failures)
+    if not summary.to_retry:
+        assert vault.status()["failed"] == failures
 
 
 def test_a_nul_padded_note_survives_an_edit(tmp_path: Path, embedder: Embedder) -> None:

@@ -6,7 +6,8 @@ cannot be decoded, it is too large, over the parse budget, malformed for its par
 not a regular file, unreadable to us), since the same bytes fail the same way. It is
 wrong when the cause was ours: the process ran out of descriptors or memory, a disk
 answered EIO, the parse child could not be reached or died of a signal no budget sent,
-or our parser code raised an exception it was not written to raise. Such a file stayed
+our parser code raised an exception it was not written to raise, or the parse passed
+its deadline while the machine was too busy to give it the time (``of_timeout``). Such a file stayed
 failed forever: after the parse box's ``select`` refused descriptors past 1024, a fresh
 ``index`` did not retry the 300 notes it had recorded, and ``check`` found the empty
 index consistent. So every failure is classified where it is raised, the class is
@@ -110,6 +111,20 @@ def of_os_error(exc: OSError) -> str:
 def of_reason(reason: str) -> str:
     """The class of a failure recorded before classes were: by its wording."""
     return OURS if reason.startswith(OURS_REASONS) else FILE
+
+
+def of_timeout(cpu: float | None, timeout: float) -> Failure:
+    """A parse stopped at ``index.parse_timeout``, which counts wall-clock time, after
+    using ``cpu`` seconds of CPU (None: not known). A parse over its budget uses a core
+    the whole time; one that used under half the timeout spent the rest waiting for a
+    core (a loaded laptop: a build beside it), and the same bytes may well parse in time
+    on the next run. Unknown CPU keeps the file's, as before the CPU was measured."""
+    head = f"parsing took longer than index.parse_timeout ({timeout:g} s)"
+    if cpu is not None and cpu < timeout / 2:
+        used = f"{cpu:.1f}" if cpu < 10 else f"{cpu:.0f}"
+        busy = f" while the machine was busy (the parser used {used} s of CPU); skipped."
+        return Failure(head + busy, OURS)
+    return Failure(head + " allows; skipped.")
 
 
 def retry_count_note(count: int) -> str:

@@ -7,6 +7,10 @@ would cover the model and the indexes too. So one child process parses every fil
 an index run, with an address-space limit (``RLIMIT_AS``) on top of what it needs to
 start, and is killed when a file takes longer than ``index.parse_timeout``; the file is
 skipped with a reason naming the budget, and the next file gets a fresh child.
+
+The deadline counts wall-clock time, which a busy machine stretches: the child reports
+its CPU time with every message, and the CPU its killed process used since its last one
+tells a parse over its budget from one that waited for a core (``fault.of_timeout``).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from vaultsearch._limits import MB, child_command, limit_address_space
 from vaultsearch._readable import readable
 from vaultsearch.config import IndexConfig
 from vaultsearch.errors import FileUnreadableError
-from vaultsearch.fault import OURS, of_os_error
+from vaultsearch.fault import OURS, of_os_error, of_timeout
 from vaultsearch.models import ParsedNote
 from vaultsearch.parsers import Parser, parse_content
 
@@ -49,6 +53,8 @@ class ParseBox:
         self.budget = budget
         self._child: subprocess.Popen[bytes] | None = None
         self._unavailable = False
+        self._cpu: float | None = None
+        """The child's CPU seconds at its last message (None: not known)."""
         self.started = 0
         """Children started (one per manager, plus one after each file that was over)."""
 
@@ -71,13 +77,10 @@ class ParseBox:
                 raise self._unreachable(exc) from None
         deadline = time.monotonic() + self.budget.parse_timeout
         try:
-            kind, value = _receive(child.stdout, deadline)
+            kind, value, self._cpu = _receive(child.stdout, deadline)
         except TimeoutError:
-            self.close()
-            raise FileUnreadableError(
-                f"parsing took longer than index.parse_timeout ({self.budget.parse_timeout:g} s) "
-                "allows; skipped."
-            ) from None
+            failure = of_timeout(self._stop(), self.budget.parse_timeout)
+            raise FileUnreadableError(failure.reason, fault=failure.fault) from None
         except EOFError:
             code = self._reap()
             raise _death(code, self.budget) from None
@@ -104,7 +107,27 @@ class ParseBox:
             fault=OURS,
         )
 
+    def _stop(self) -> float | None:
+        """Kill the child and reap it: the CPU seconds it used since its last message,
+        i.e. on the file it was given, from the usage ``wait4`` returns with its end (None
+        where there is no ``wait4`` or the child did not report)."""
+        child, before = self._child, self._cpu
+        used = None
+        if child is not None and child.returncode is None and hasattr(os, "wait4"):
+            child.kill()
+            try:
+                _, status, usage = os.wait4(child.pid, 0)
+            except ChildProcessError:  # reaped already
+                pass
+            else:
+                child.returncode = os.waitstatus_to_exitcode(status)  # for close()'s wait()
+                if before is not None:
+                    used = max(0.0, usage.ru_utime + usage.ru_stime - before)
+        self.close()
+        return used
+
     def close(self) -> None:
+        self._cpu = None
         child, self._child = self._child, None
         if child is None:
             return
@@ -142,7 +165,7 @@ class ParseBox:
         self._child = child
         self.started += 1
         try:
-            kind, _ = _receive(child.stdout, time.monotonic() + _START_TIMEOUT)
+            kind, _, self._cpu = _receive(child.stdout, time.monotonic() + _START_TIMEOUT)
         except (TimeoutError, EOFError):
             self.close()
             self._without_child("it did not start")
@@ -191,11 +214,12 @@ def _send(stream: IO[bytes] | None, message: Any) -> None:
     stream.flush()
 
 
-def _receive(stream: IO[bytes] | None, deadline: float) -> tuple[str, Any]:
+def _receive(stream: IO[bytes] | None, deadline: float) -> tuple[str, Any, float | None]:
+    """The child's next message: (kind, value, its CPU seconds as it sent it)."""
     assert stream is not None
     fd = stream.fileno()
     (size,) = _HEADER.unpack(_read(fd, _HEADER.size, deadline))
-    message: tuple[str, Any] = pickle.loads(_read(fd, size, deadline))
+    message: tuple[str, Any, float | None] = pickle.loads(_read(fd, size, deadline))
     return message
 
 
@@ -214,6 +238,17 @@ def _read(fd: int, n: int, deadline: float) -> bytes:
 
 
 # --- the child ------------------------------------------------------------------------
+def _cpu() -> float | None:
+    """This process's CPU seconds (user and system, all threads), as ``wait4`` gives
+    the parent at its end; None without ``resource`` (Windows)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _serve(budget_mb: int) -> None:
     from vaultsearch.parsers import ParserRegistry, parse_content
     from vaultsearch.parsers.pdf import limit_decoding
@@ -226,7 +261,7 @@ def _serve(budget_mb: int) -> None:
     limit_address_space(budget_mb)
     out = sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print must not break the frames
-    _send(out, ("ready", None))
+    _send(out, ("ready", None, _cpu()))
     stdin = sys.stdin.buffer
     while True:
         header = stdin.read(_HEADER.size)
@@ -242,9 +277,9 @@ def _serve(budget_mb: int) -> None:
         except Exception as exc:
             reply = ("error", f"{type(exc).__name__}: {exc}")
         try:
-            _send(out, reply)
+            _send(out, (*reply, _cpu()))
         except MemoryError:
-            _send(out, ("memory", None))
+            _send(out, ("memory", None, _cpu()))
         if reply[0] == "memory":
             return  # a MemoryError can leave any object half-built: start afresh
 
