@@ -18,59 +18,101 @@ all) and SciFact-alone CV, per-fold held-out against shipped, paired CI; the key
 branch alone; per query kind on the vaults; the keyword search's CPU per query on SciFact
 with and without, interleaved.
 
-Run: ``nice -n 15 .venv/bin/python bench/proximity_cv.py`` (writes only bench/.cache/tune).
+Run: ``nice -n 15 .venv/bin/python bench/proximity_cv.py [--grid main|extra]`` (writes only
+bench/.cache/tune).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import itertools
 import statistics
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import NamedTuple
 
 import tantivy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tune import SCIFACT, kind_table, load, trial_of
-from tune_cv import cross_validate, paired_cells
-from tune_data import K, Dataset, Scores, Trial, score_run
+from tune_cv import cross_validate, paired_bootstrap
+from tune_data import Dataset, K, Scores, Trial, score_run
 from tune_ideas import family_table, fixed_folds
 from vaultsearch.config import Config
 from vaultsearch.search.query import parse_query
 from vaultsearch.store import keywords as kwmod
 from vaultsearch.store.derived import Query
 
-Setting = tuple[float, tuple[int, ...]]
-"""(boost of each pair clause, the slops of the clauses per pair)."""
 
+class Setting(NamedTuple):
+    weight: float
+    """Boost of each pair clause (the text field's own boost is 1)."""
+    slops: tuple[int, ...] = ()
+    """One clause per slop for each pair."""
+    fields: tuple[str, ...] = ("text",)
+    gapped: bool = False
+    """Pairs keep the query's own distance: the function words between two keyword terms
+    stay as gaps (``risk of cancer`` is ``risk _ cancer``) instead of being closed up."""
+
+    def __repr__(self) -> str:
+        if self.weight == 0:
+            return "shipped (no proximity)"
+        out = f"pairs w={self.weight:g} slop={'+'.join(map(str, self.slops))}"
+        out += "" if self.fields == ("text",) else " on " + "+".join(self.fields)
+        return out + (" gapped" if self.gapped else "")
+
+
+OFF = Setting(0.0)
 WEIGHTS = (0.1, 0.2, 0.3, 0.5)
 SLOPS: tuple[tuple[int, ...], ...] = ((0,), (2,), (8,), (0, 8))
 """Exact bigram; a short window; a wide window; exact bigram plus the wide window."""
+GRIDS = {
+    "main": [OFF] + [Setting(w, sl) for sl in SLOPS for w in WEIGHTS],
+    "extra": [OFF]
+    + [Setting(0.05, sl) for sl in SLOPS]
+    + [Setting(w, (0,), ("text", "headings")) for w in (0.1, 0.2, 0.3)]
+    + [Setting(w, sl, gapped=True) for sl in ((0,), (2,)) for w in (0.1, 0.2, 0.3)],
+}
+"""``main``: the brief's grid; ``extra``: a smaller weight, the headings field too (the
+vaults' section titles; SciFact has none), and pairs at the query's own distance."""
 
 
 @dataclass
 class _State:
-    setting: Setting = (0.0, ())
+    setting: Setting = OFF
     current: tuple[kwmod.KeywordIndex, Sequence[str]] | None = None
-    pairs: dict[int, int] = field(default_factory=dict)
+    text: str = ""
+    """The query as typed (for ``gapped`` pairs)."""
 
 
 STATE = _State()
 _search, _top = kwmod.KeywordIndex.search, kwmod._top
 
 
-def pairs_of(index: kwmod.KeywordIndex, searcher: tantivy.Searcher, terms: Sequence[str]):
-    """Adjacent stem pairs of the query's terms, each stem an index term, each pair once."""
+def pairs_of(
+    index: kwmod.KeywordIndex, searcher: tantivy.Searcher, terms: Sequence[str], text: str = ""
+) -> list[tuple[str, str, int]]:
+    """Adjacent stem pairs of the query's terms with the second one's offset (1, or with
+    ``text`` the distance between them in it), each stem an index term, each pair once."""
     stems = [t for w in terms for t in index.analyzer.analyze(w.lower())]
+    at = list(range(len(stems)))
+    if text:  # each keyword stem's place among all the query's tokens, in order
+        typed, at, i = index.analyzer.analyze(text.lower()), [], 0
+        for s in stems:
+            while i < len(typed) and typed[i] != s:
+                i += 1
+            at.append(i if i < len(typed) else (at[-1] + 1 if at else 0))
+            i += 1
     known = {s for s in set(stems) if int(searcher.doc_freq("text", s)) > 0}
-    out = []
-    for a, b in itertools.pairwise(stems):
-        if a != b and a in known and b in known and (a, b) not in out:
-            out.append((a, b))
+    out: list[tuple[str, str, int]] = []
+    for (a, i), (b, j) in itertools.pairwise(zip(stems, at, strict=True)):
+        pair = (a, b, max(j - i, 1))
+        if a != b and a in known and b in known and pair not in out:
+            out.append(pair)
     return out
 
 
@@ -83,15 +125,17 @@ def _search_wrapped(self, terms, *args, **kwargs):
 
 
 def _top_wrapped(searcher, query, k, tie_order=None):
-    weight, slops = STATE.setting
-    if weight > 0 and STATE.current is not None:
+    s = STATE.setting
+    if s.weight > 0 and STATE.current is not None:
         index, terms = STATE.current
+        pairs = pairs_of(index, searcher, terms, STATE.text if s.gapped else "")
         extra = [
             tantivy.Query.boost_query(
-                tantivy.Query.phrase_query(index.schema, "text", [a, b], slop), weight
+                tantivy.Query.phrase_query(index.schema, f, [(0, a), (gap, b)], slop), s.weight
             )
-            for a, b in pairs_of(index, searcher, terms)
-            for slop in slops
+            for a, b, gap in pairs
+            for slop in s.slops
+            for f in s.fields
         ]
         if extra:
             query = tantivy.Query.boolean_query(
@@ -105,8 +149,7 @@ kwmod._top = _top_wrapped
 
 
 def describe(s: Setting) -> str:
-    w, slops = s
-    return "shipped (no proximity)" if w == 0 else f"pairs w={w:g} slop={'+'.join(map(str, slops))}"
+    return repr(s)
 
 
 def memo_embedder(ds: Dataset) -> None:
@@ -130,11 +173,14 @@ def variant(ds: Dataset, s: Setting) -> Dataset:
     memo_embedder(ds)
     orch = ds.orchestrator
     snap = orch.snapshot()
-    STATE.setting = s
+    new = {}
     try:
-        new = {q: orch.retrieve(snap, parse_query(ds.queries[q]), "hybrid", K) for q in ds.ids}
+        STATE.setting = s
+        for q in ds.ids:
+            STATE.text = ds.queries[q]
+            new[q] = orch.retrieve(snap, parse_query(ds.queries[q]), "hybrid", K)
     finally:
-        STATE.setting = (0.0, ())
+        STATE.setting, STATE.text = OFF, ""
     return replace(ds, retrieved=new, _keyword={}, _memo={}, _print="", _vectors={})
 
 
@@ -149,12 +195,12 @@ class Family:
     shipped: Trial
 
     def scores(self, trial: Trial) -> Scores:
-        s = trial.variant[1] if trial.variant else (0.0, ())
+        s = trial.variant[1] if trial.variant else OFF
         return self.by_setting[s].scores(self.shipped)
 
 
 def trial_for(shipped: Trial, s: Setting) -> Trial:
-    return shipped if s[0] == 0 else replace(shipped, variant=("prox", s))
+    return shipped if s.weight == 0 else replace(shipped, variant=("prox", s))
 
 
 def keyword_alone(ds: Dataset, shipped: Trial) -> Scores:
@@ -184,18 +230,21 @@ def cpu_cost(ds: Dataset, s: Setting, rounds: int = 3) -> tuple[float, float, in
     for _ in range(rounds):
         for q in queries:
             for on in (False, True):
-                STATE.setting = s if on else (0.0, ())
+                STATE.setting = s if on else OFF
                 t = time.process_time()
                 reader.search(q, 100, None)
                 spent[on] += time.process_time() - t
-    STATE.setting = (0.0, ())
+    STATE.setting = OFF
     n = rounds * len(queries)
     return 1000 * spent[False] / n, 1000 * spent[True] / n, with_pairs
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--grid", choices=sorted(GRIDS), default="main")
+    args = parser.parse_args()
     config = Config()
-    settings: list[Setting] = [(0.0, ())] + [(w, sl) for sl in SLOPS for w in WEIGHTS]
+    settings = GRIDS[args.grid]
     with contextlib.ExitStack() as stack:
         datasets, _ = load(config, stack)
         shipped = trial_of(config.search)
@@ -206,7 +255,7 @@ def main() -> None:
             by = {}
             for s in settings:
                 by[s] = variant(ds, s)
-                if s[0] == 0:  # the wrapper at weight 0 is the shipped code
+                if s.weight == 0:  # the wrapper at weight 0 is the shipped code
                     same = all(
                         by[s].retrieved[q].branches == ds.retrieved[q].branches for q in ds.ids
                     )
@@ -235,7 +284,7 @@ def main() -> None:
             )
             if len(sets) > 1:
                 for f in fams:
-                    ds = f.by_setting[(0.0, ())]
+                    ds = f.by_setting[OFF]
                     if not ds.kind:
                         continue
                     held = cv.held_out[f.name]
@@ -256,14 +305,16 @@ def main() -> None:
             "| setting | " + " | ".join(names) + " |",
             "| --- | " + " | ".join("---:" for _ in names) + " |",
         ]
-        alone = {f.name: {s: keyword_alone(f.by_setting[s], shipped) for s in settings} for f in fams}
+        alone = {
+            f.name: {s: keyword_alone(f.by_setting[s], shipped) for s in settings} for f in fams
+        }
         for s in settings:
             cells = []
             for f in fams:
-                new, old = alone[f.name][s].ndcg, alone[f.name][(0.0, ())].ndcg
+                new, old = alone[f.name][s].ndcg, alone[f.name][OFF].ndcg
                 cell = f"{statistics.fmean(new):.4f}"
-                if s[0]:
-                    mean, low, high = __import__("tune_cv").paired_bootstrap(new, old)
+                if s.weight:
+                    mean, low, high = paired_bootstrap(new, old)
                     cell += f" ({mean:+.4f} [{low:+.4f}, {high:+.4f}])"
                 cells.append(cell)
             rows.append(f"| {describe(s)} | " + " | ".join(cells) + " |")
@@ -280,10 +331,17 @@ def main() -> None:
                 for f in fams
             ]  # fmt: skip
             folds_rows.append(f"| {describe(s)} | " + " | ".join(cells) + " |")
-        out.append("**Hybrid, every setting per fold** (not chosen; for reading):\n\n" + "\n".join(folds_rows) + "\n")
+        out.append(
+            "**Hybrid, every setting per fold** (not chosen; for reading):\n\n"
+            + "\n".join(folds_rows)
+            + "\n"
+        )
         sciset = datasets[0]
-        cost = ["| setting | keyword search CPU ms/query, shipped / with | ratio |", "| --- | ---: | ---: |"]
-        for s in [(0.3, (0,)), (0.3, (8,)), (0.3, (0, 8))]:
+        cost = [
+            "| setting | keyword search CPU ms/query, shipped / with | ratio |",
+            "| --- | ---: | ---: |",
+        ]
+        for s in [x for x in settings if x.weight == 0.3 or (x.weight == 0.05 and x.slops == (0,))]:
             a, b, n = cpu_cost(sciset, s)
             cost.append(f"| {describe(s)} | {a:.2f} / {b:.2f} | {b / a:.2f} |")
         out.append(
@@ -292,7 +350,6 @@ def main() -> None:
             + "\n".join(cost)
         )
     print("\n\n".join(out))
-    _ = paired_cells
 
 
 if __name__ == "__main__":
