@@ -20,6 +20,7 @@ The rules live here and only here; the code that raises a failure names the situ
 from __future__ import annotations
 
 import errno
+import os
 from typing import NamedTuple
 
 FILE = "file"
@@ -125,6 +126,18 @@ def of_timeout(cpu: float | None, timeout: float) -> Failure:
         busy = f" while the machine was busy (the parser used {used} s of CPU); skipped."
         return Failure(head + busy, OURS)
     return Failure(head + " allows; skipped.")
+
+
+DENIED = tuple(f"cannot read: {os.strerror(code)}" for code in (errno.EACCES, errno.EPERM))
+"""How the reason of a file we were not allowed to read begins (``read_file``)."""
+
+
+def over_when_readable(reason: str) -> bool:
+    """Whether a failure of the file's own is over once the file opens, its bytes
+    unchanged: a want of permission. ``chmod`` changes neither the time nor the size a
+    failure is recorded with, so a note whose permission was given back would otherwise
+    stay failed until it is edited (``index.changes.plan_changes`` tries to open it)."""
+    return reason.startswith(DENIED)
 
 
 def retry_count_note(count: int) -> str:

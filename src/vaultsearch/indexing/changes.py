@@ -13,7 +13,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vaultsearch.fault import Failure, FailureRow, of_os_error
+from vaultsearch.fault import Failure, FailureRow, of_os_error, over_when_readable
 from vaultsearch.indexing.scan import FileInfo
 
 _BINARY_SNIFF = 8192
@@ -180,7 +180,7 @@ def plan_changes(
         old = known.get(path)
         prior = failures.get(path)
         if prior is not None and (prior.mtime_ns, prior.size) == (info.mtime_ns, info.size):
-            if not prior.retried and not reparse_all:
+            if not prior.retried and not reparse_all and not allowed_now(prior, info.abs_path):
                 plan.still_failed += 1
                 continue
             if prior.retried:
@@ -224,6 +224,18 @@ def plan_changes(
     plan.deleted = sorted(((v[0], p) for p, v in gone.items()), key=lambda x: x[1])
     plan.gone_failures = sorted(p for p in failures if p not in present)
     return plan
+
+
+def allowed_now(prior: FailureRow, path: Path) -> bool:
+    """A file that failed for want of permission and opens now (``fault.over_when_readable``);
+    opened without blocking, since a FIFO may stand at its path by now."""
+    if not over_when_readable(prior.reason):
+        return False
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC))
+    except OSError:
+        return False
+    return True
 
 
 def describe_plan(plan: ChangePlan) -> list[str]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vaultsearch.fault import FILE, OURS, FailureRow, retry_count_note
+from vaultsearch.indexing.changes import allowed_now
 from vaultsearch.indexing.manager import IndexManager
 from vaultsearch.indexing.scan import FileInfo
 from vaultsearch.store.catalog import open_catalog_for_reading
@@ -66,16 +67,20 @@ def count_files(
     known: dict[str, tuple[int, str, int, int]],
     failures: dict[str, FailureRow],
 ) -> FileCounts:
-    """By size and modification time alone, never opening a file, so that a page can
+    """By size and modification time alone, never reading a file, so that a page can
     poll it during a first build. A file whose time moved but not its text counts as
     changed (the next run only records its new time); a move counts as a deletion and
-    a new file; a failed file counts as failed until it changes."""
+    a new file; a failed file counts as failed until it changes, or, when it failed for
+    want of permission, until it opens (``changes.allowed_now``), which counts it changed."""
     new = changed = 0
     failed: dict[str, str] = {}
     to_retry: dict[str, int] = {}
     for path, info in scanned.items():
         prior = failures.get(path)
         if prior is not None and (prior.mtime_ns, prior.size) == (info.mtime_ns, info.size):
+            if allowed_now(prior, info.abs_path):
+                changed += 1
+                continue
             failed[path] = prior.reason
             if prior.retried:
                 to_retry[path] = prior.tries
