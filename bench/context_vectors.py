@@ -68,6 +68,13 @@ class Counts:
     extra: dict[str, float] = field(default_factory=dict)
 
 
+def read_counts(text: str) -> Counts:
+    """Counts as saved (JSON; an older run wrote the dataclass's repr)."""
+    if text.startswith("Counts("):
+        return eval(text, {"Counts": Counts})  # our own file, written by this script
+    return Counts(**json.loads(text))
+
+
 def chunk_rows(catalog: Path) -> list[ChunkRow]:
     """Every chunk of a built catalog, with the prefix its vector was embedded behind;
     checked against the stored hash of the embedded text, so the prefix is exactly the
