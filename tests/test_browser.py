@@ -178,7 +178,7 @@ def test_the_page_says_which_failed_files_the_next_run_reads_again(
         driver.get(url)
         wait_for(driver, lambda d: text(d, "files-failed").startswith("2"), "two failed files")
         assert text(driver, "files-failed") == (
-            "2 (1 not the files' fault: read again by the next run)"
+            "2 (1 not the files' fault: read again by the next index run)"
         )
         items = {
             li.text.split(" — ")[0]: li.text
@@ -186,6 +186,6 @@ def test_the_page_says_which_failed_files_the_next_run_reads_again(
         }
         assert set(items) == {"a.md", "junk.md"}
         assert items["a.md"].endswith(
-            "(not the file's fault: tried 1×, read again by the next run)"
+            "(not the file's fault: tried once, read again by the next index run)"
         )
         assert "read again" not in items["junk.md"]

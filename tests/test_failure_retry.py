@@ -18,7 +18,7 @@ import pytest
 from tests.conftest import WriteVault, live_catalog
 from vaultsearch.app.vault import Vault
 from vaultsearch.config import IndexConfig
-from vaultsearch.fault import FILE, MAX_TRIES, OURS, FailureRow, of_reason
+from vaultsearch.fault import FILE, MAX_TRIES, OURS, FailureRow, of_reason, retry_note
 from vaultsearch.indexing import parsebox
 from vaultsearch.indexing.parsebox import ParseBox
 from vaultsearch.parsers import ParserRegistry
@@ -107,6 +107,29 @@ def test_status_and_check_say_what_the_next_run_reads_again(
         vault.index()
         assert vault.status()["to_retry"] == {}
         assert vault.verify().ok and vault.check().status == "current"
+
+
+def test_index_prints_the_retry_in_the_words_status_uses(
+    write_vault: WriteVault,
+    embedder: object,
+    descriptors_run_out_once: dict[str, int],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``vaultsearch index`` had its own phrasing of a retried failure, without the
+    tries that ``status``, MCP and the page give (``fault.retry_note``)."""
+    from vaultsearch.cli.main import main
+
+    root = write_vault({**NOTES, "junk.md": b"\x00\x01\x02" * 400})
+    assert main(["index", str(root), "--quiet"]) == 0
+    lines = {
+        line.split(":")[0].strip(): line
+        for line in capsys.readouterr().out.splitlines()
+        if line.strip().startswith("failed ")
+    }
+    assert set(lines) == {"failed a.md", "failed junk.md"}
+    assert lines["failed a.md"].endswith(retry_note(1))
+    assert retry_note(1) == " (not the file's fault: tried once, read again by the next index run)"
+    assert "not the file's fault" not in lines["failed junk.md"]
 
 
 def test_a_failure_of_the_files_own_is_not_read_again(

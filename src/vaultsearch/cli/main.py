@@ -58,6 +58,7 @@ def _human_size(n: float) -> str:
 
 # --- index ----------------------------------------------------------------------
 def cmd_index(args: argparse.Namespace) -> int:
+    from vaultsearch.fault import retry_note
     from vaultsearch.indexing.progress import default_progress
 
     vault = _open(args)
@@ -101,9 +102,9 @@ def cmd_index(args: argparse.Namespace) -> int:
         print(f"  rebuild: {reason}")
     for line in d["repaired"]:
         print(f"  repaired {line}")
+    tries = vault.file_counts().to_retry if summary.to_retry else {}
     for path, reason in d["failed"].items():
-        again = " (not the file's fault: read again by the next run)" * (path in summary.to_retry)
-        print(f"  failed {path}: {reason}{again}")
+        print(f"  failed {path}: {reason}{retry_note(tries.get(path))}")
     for line in summary.source_lines():
         print(f"  {line}")
     return 0

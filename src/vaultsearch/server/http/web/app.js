@@ -130,7 +130,7 @@ function renderStatus(s) {
   $("files-not-indexed").textContent = f.not_indexed ?? "–";
   $("files-deleted").textContent = f.deleted ?? "–";
   $("files-failed").textContent =
-    (f.failed ?? "–") + (f.to_retry ? ` (${f.to_retry} not the files' fault: read again by the next run)` : "");
+    (f.failed ?? "–") + (f.to_retry ? ` (${f.to_retry} not the files' fault: read again by the next index run)` : "");
   $("pending").textContent = s.pending_changes ?? "–";
   for (const key of COUNT_KEYS) {
     $("count-" + key.replaceAll("_", "-")).textContent = s[key] ?? "–";
@@ -143,7 +143,7 @@ function renderStatus(s) {
   failed.replaceChildren(
     ...(s.failed || []).map((item) => {
       const li = el("li");
-      const again = item.fault === "ours" ? ` (not the file's fault: tried ${item.tries}×, read again by the next run)` : "";
+      const again = item.fault === "ours" ? ` (not the file's fault: tried ${item.tries === 1 ? "once" : item.tries + " times"}, read again by the next index run)` : "";
       li.append(el("span", item.path, "mono"), el("span", " — " + item.reason + again));
       return li;
     })
