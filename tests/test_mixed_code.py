@@ -30,6 +30,10 @@ CHECKED = (
     "vaultsearch.search.typos.unknown_typos",  # its module docstring chunk stood for it
 )
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org"]
+CALENDAR_FREE = ("search.recency=false",)
+"""The pages' ``updated:`` dates and the checkout's file times say nothing here, and with
+recency on the ranks moved with the calendar: on 2026-11-28 two pages passed the 7-day
+tier (×1.2 → ×1.1) that every file had shared, and a check that had passed failed."""
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +48,7 @@ def vault(tmp_path_factory: pytest.TempPathFactory, embedder: object) -> Vault:
         shutil.copy2(ROOT / "src" / "vaultsearch" / rel, target)
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "src"]):
         subprocess.run([*GIT, *args], cwd=base / "repo", check=True, capture_output=True)
-    v = Vault.open(base / "vault", index_dir=base / "index")
+    v = Vault.open(base / "vault", index_dir=base / "index", flags=CALENDAR_FREE)
     table = {"name": "vaultsearch", "type": "git", "url": (base / "repo").as_uri(),
              "branch": "main", "include": ["src/"], "parsers": {"**/*.py": "code"}}  # fmt: skip
     v.add_source(source_from_table(table, "", 0))
