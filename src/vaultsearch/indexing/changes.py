@@ -16,6 +16,8 @@ from pathlib import Path
 from vaultsearch.fault import Failure, FailureRow, of_os_error, over_when_readable
 from vaultsearch.indexing.scan import FileInfo
 
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+"""Never blocks on a FIFO or a device that took a file's place since it was looked at."""
 _BINARY_SNIFF = 8192
 
 
@@ -108,7 +110,7 @@ def read_file(path: Path, limit: int) -> bytes | Failure:
     """``read_regular``, saying whose fault a failure is: an ``OSError`` of the
     moment (out of descriptors, EIO) is ours, the file is read again by the next run."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        fd = os.open(path, _OPEN_FLAGS)
     except OSError as exc:
         return Failure(f"cannot read: {exc.strerror or exc}", of_os_error(exc))
     try:
@@ -232,7 +234,7 @@ def allowed_now(prior: FailureRow, path: Path) -> bool:
     if not over_when_readable(prior.reason):
         return False
     try:
-        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC))
+        os.close(os.open(path, _OPEN_FLAGS))
     except OSError:
         return False
     return True
