@@ -88,7 +88,7 @@ def test_status_and_check_say_what_the_next_run_reads_again(
     root = write_vault({**NOTES, "junk.md": b"\x00\x01\x02" * 400})
     with Vault.open(root) as vault:
         summary = vault.index()
-        assert summary.to_retry == {"a.md"} and set(summary.failed) == {"a.md", "junk.md"}
+        assert summary.to_retry == {"a.md": 1} and set(summary.failed) == {"a.md", "junk.md"}
         assert vault.status()["to_retry"] == {"a.md": 1}
         counts = vault.file_counts()
         assert counts.to_dict()["to_retry"] == 1 and counts.pending == 0
@@ -327,14 +327,14 @@ def test_a_file_that_keeps_failing_for_us_is_tried_once_a_run_and_counted(
     monkeypatch.setattr(parsebox, "readable", readable)
     root = write_vault(NOTES)
     with Vault.open(root) as vault:
-        tried = [len(vault.index().to_retry) for _ in range(MAX_TRIES - 1)]
-        assert tried == [1] * (MAX_TRIES - 1)
+        tried = [vault.index().to_retry for _ in range(MAX_TRIES - 1)]
+        assert tried == [{"a.md": n} for n in range(1, MAX_TRIES)]  # the runs' own count
         assert vault.status()["to_retry"] == {"a.md": MAX_TRIES - 1}
         assert f"tried up to {MAX_TRIES - 1} times" in vault.check().reasons[0]
         assert not vault.verify().ok
         # the last try: a failure that outlives it is the file's until the file changes
         last = vault.index()
-        assert last.to_retry == set() and "a.md" in last.failed
+        assert last.to_retry == {} and "a.md" in last.failed
         assert vault.status()["to_retry"] == {} and "a.md" in vault.status()["failed"]
         assert vault.check().status == "current" and vault.verify().ok
         sent.clear()

@@ -75,7 +75,7 @@ def test_a_parse_stopped_while_it_waited_is_ours_and_read_again(
     stall({"a.md": "sleep"})
     with Vault.open(root) as vault:
         first = vault.index()
-        assert set(first.failed) == {"a.md"} and first.to_retry == {"a.md"}
+        assert set(first.failed) == {"a.md"} and first.to_retry == {"a.md": 1}
         busy = BUSY.match(first.failed["a.md"])
         assert busy is not None, first.failed["a.md"]
         assert busy[1] == "1" and float(busy[2]) < 0.5
@@ -104,7 +104,7 @@ def test_a_parse_that_used_its_time_stays_the_files_fault(
     stall({"a.md": "sleep", "spin.md": "spin"})
     with Vault.open(root) as vault:
         first = vault.index()
-        assert set(first.failed) == {"a.md", "spin.md"} and first.to_retry == {"a.md"}
+        assert set(first.failed) == {"a.md", "spin.md"} and first.to_retry == {"a.md": 1}
         assert first.failed["spin.md"] == (
             "parsing took longer than index.parse_timeout (2 s) allows; skipped."
         )

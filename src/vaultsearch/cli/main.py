@@ -102,9 +102,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         print(f"  rebuild: {reason}")
     for line in d["repaired"]:
         print(f"  repaired {line}")
-    tries = vault.file_counts().to_retry if summary.to_retry else {}
     for path, reason in d["failed"].items():
-        print(f"  failed {path}: {reason}{retry_note(tries.get(path))}")
+        print(f"  failed {path}: {reason}{retry_note(summary.to_retry.get(path))}")
     for line in summary.source_lines():
         print(f"  {line}")
     return 0

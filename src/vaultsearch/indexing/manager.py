@@ -814,8 +814,10 @@ class IndexManager:
                 if early and due and n + 1 < len(batches):
                     self._publish_step(writer, manifest, summary)
                     published = time.monotonic()
-            summary.to_retry = {  # the try that reached the limit was the last
-                p for p in summary.to_retry if read_again(OURS, plan.retried.get(p, 0) + 1)
+            summary.to_retry = {  # this run's try and the earlier ones; the limit's was the last
+                p: tries
+                for p in summary.to_retry
+                if read_again(OURS, tries := plan.retried.get(p, 0) + 1)
             }
             with writer.catalog.transaction():
                 resolve_links(writer.catalog)
@@ -865,7 +867,7 @@ class IndexManager:
                 failed_now.append((ft, result))
                 summary.failed[ft.info.path] = result.reason
                 if result.retried:
-                    summary.to_retry.add(ft.info.path)
+                    summary.to_retry[ft.info.path] = 1  # the earlier tries added at the end
             else:
                 prepared.append(result)
         credited = self.batches.embed_missing(
@@ -950,7 +952,7 @@ class IndexManager:
             catalog.set_failure(path, failure)
             summary.failed[path] = failure.reason
             if failure.retried:
-                summary.to_retry.add(path)
+                summary.to_retry[path] = 1
         for path in plan.gone_failures:
             catalog.clear_failure(path)
         return stale

@@ -19,9 +19,10 @@ class IndexSummary:
     removed: int = 0
     unchanged: int = 0
     failed: dict[str, str] = field(default_factory=dict)
-    to_retry: set[str] = field(default_factory=set)
-    """The failed files whose failure was not their fault (``fault.py``): the next run
-    reads them again though they are unchanged."""
+    to_retry: dict[str, int] = field(default_factory=dict)
+    """The failed files whose failure was not their fault (``fault.py``), by the runs
+    that have tried them as they are, this one included: the next run reads them again
+    though they are unchanged (``fault.retry_note`` says so with the count)."""
     chunks_embedded: int = 0
     sentences_embedded: int = 0
     chunks_written: int = 0
